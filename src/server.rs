@@ -30,6 +30,9 @@ pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 /// Requests read but not yet answered, at most. Beyond this, reading stdin pauses.
 pub const MAX_IN_FLIGHT: usize = 256;
 
+/// Queued answers are gathered into one write of up to about this many bytes.
+const WRITE_BATCH_BYTES: usize = 256 * 1024;
+
 enum Line {
     Data(Vec<u8>),
     TooLarge,
@@ -103,31 +106,87 @@ fn access_of(msg: &Incoming) -> Access {
 }
 
 /// Ordering of requests: a write waits for every earlier request, a read for the last write.
-#[derive(Default)]
+///
+/// Reads admitted since the last write form an epoch: each holds a clone of the epoch's
+/// sender, and the next write waits on the receiver, which yields `None` once every clone is
+/// dropped. Admission is O(1) however many reads are in flight.
 struct Sequencer {
     last_write: Option<watch::Receiver<bool>>,
-    reads_since_write: Vec<watch::Receiver<bool>>,
+    epoch_tx: mpsc::Sender<()>,
+    epoch_rx: mpsc::Receiver<()>,
+}
+
+impl Default for Sequencer {
+    fn default() -> Self {
+        let (epoch_tx, epoch_rx) = mpsc::channel(1);
+        Sequencer {
+            last_write: None,
+            epoch_tx,
+            epoch_rx,
+        }
+    }
+}
+
+/// What one admitted request waits for and what it signals.
+struct Admission {
+    /// The last write before it, to finish first.
+    write: Option<watch::Receiver<bool>>,
+    /// For a write: the reads since the previous write, which have all finished when this
+    /// yields `None`.
+    reads: Option<mpsc::Receiver<()>>,
+    /// For a write: signalled when it has finished.
+    done: Option<watch::Sender<bool>>,
+    /// For a read: held until it has finished.
+    read_guard: Option<mpsc::Sender<()>>,
+}
+
+impl Admission {
+    async fn wait(&mut self) {
+        if let Some(w) = &mut self.write {
+            let _ = w.wait_for(|finished| *finished).await;
+        }
+        if let Some(r) = &mut self.reads {
+            while r.recv().await.is_some() {}
+        }
+    }
+
+    /// Signal that this request has finished: a write wakes what waits for it, a read
+    /// releases its epoch.
+    fn finish(self) {
+        if let Some(done) = self.done {
+            let _ = done.send(true);
+        }
+        drop(self.read_guard);
+    }
 }
 
 impl Sequencer {
-    /// The completions this request must wait for, and its own completion sender.
-    fn admit(
-        &mut self,
-        access: Access,
-    ) -> (Vec<watch::Receiver<bool>>, Option<watch::Sender<bool>>) {
+    fn admit(&mut self, access: Access) -> Admission {
         match access {
-            Access::Free => (Vec::new(), None),
-            Access::Read => {
-                let (tx, rx) = watch::channel(false);
-                self.reads_since_write.retain(|r| !*r.borrow());
-                self.reads_since_write.push(rx);
-                (self.last_write.iter().cloned().collect(), Some(tx))
-            }
+            Access::Free => Admission {
+                write: None,
+                reads: None,
+                done: None,
+                read_guard: None,
+            },
+            Access::Read => Admission {
+                write: self.last_write.clone(),
+                reads: None,
+                done: None,
+                read_guard: Some(self.epoch_tx.clone()),
+            },
             Access::Write => {
                 let (tx, rx) = watch::channel(false);
-                let mut deps: Vec<_> = std::mem::take(&mut self.reads_since_write);
-                deps.extend(self.last_write.replace(rx));
-                (deps, Some(tx))
+                let (epoch_tx, epoch_rx) = mpsc::channel(1);
+                // Dropping the old epoch's own sender leaves only the reads' clones.
+                drop(std::mem::replace(&mut self.epoch_tx, epoch_tx));
+                let reads = std::mem::replace(&mut self.epoch_rx, epoch_rx);
+                Admission {
+                    write: self.last_write.replace(rx),
+                    reads: Some(reads),
+                    done: Some(tx),
+                    read_guard: None,
+                }
             }
         }
     }
@@ -152,9 +211,24 @@ where
     let (out_tx, mut out_rx) = mpsc::channel::<Vec<u8>>(MAX_IN_FLIGHT);
     let writer_task = tokio::spawn(async move {
         let mut writer = writer;
-        while let Some(mut line) = out_rx.recv().await {
-            line.push(b'\n');
-            writer.write_all(&line).await?;
+        let mut batch = Vec::new();
+        while let Some(line) = out_rx.recv().await {
+            // Every answer already queued goes out in one write and one flush: under
+            // pipelining this saves a system call (and, for stdout, a thread hand-off) per
+            // answer; a lone answer is still written and flushed at once.
+            batch.clear();
+            batch.extend_from_slice(&line);
+            batch.push(b'\n');
+            while batch.len() < WRITE_BATCH_BYTES {
+                match out_rx.try_recv() {
+                    Ok(line) => {
+                        batch.extend_from_slice(&line);
+                        batch.push(b'\n');
+                    }
+                    Err(_) => break,
+                }
+            }
+            writer.write_all(&batch).await?;
             writer.flush().await?;
         }
         writer.flush().await
@@ -183,7 +257,7 @@ where
                         "Invalid Request: request too large (the limit is {MAX_LINE_BYTES} bytes per line)"
                     ),
                 );
-                send(&out_tx, jsonrpc::failure(&Id::Null, &err)).await;
+                send(&out_tx, encode(&jsonrpc::failure(&Id::Null, &err))).await;
                 continue;
             }
             Ok(Line::Eof) => break,
@@ -233,14 +307,12 @@ where
         let Ok(permit) = limit.clone().acquire_owned().await else {
             break;
         };
-        let (deps, done) = seq.admit(access);
+        let mut admission = seq.admit(access);
         let app = app.clone();
         let out_tx = out_tx.clone();
         let in_flight = in_flight.clone();
         tokio::spawn(async move {
-            for mut d in deps {
-                let _ = d.wait_for(|finished| *finished).await;
-            }
+            admission.wait().await;
             let reply = if cancelled.load(Ordering::SeqCst) {
                 None
             } else {
@@ -251,10 +323,10 @@ where
                     }))
                     .unwrap_or_else(|_| {
                         tracing::error!("request handler panicked");
-                        Some(jsonrpc::failure(
+                        Some(encode(&jsonrpc::failure(
                             &panic_id,
                             &RpcError::internal("Internal error: the request handler failed"),
-                        ))
+                        )))
                     })
                 };
                 // Writes may hold the store for long (fsync, a 10,000-observation ingest, a
@@ -274,9 +346,7 @@ where
                 Some(reply) => send(&out_tx, reply).await,
                 None => {}
             }
-            if let Some(done) = done {
-                let _ = done.send(true);
-            }
+            admission.finish();
             drop(permit);
         });
     }
@@ -306,31 +376,54 @@ fn cancel_target(decoded: &Decoded) -> Option<String> {
 
 /// Queue one response line for the writer; waits while the writer is [`MAX_IN_FLIGHT`] lines
 /// behind (a client that does not read its answers slows us down instead of filling memory).
-async fn send(out: &mpsc::Sender<Vec<u8>>, value: Value) {
-    match serde_json::to_vec(&value) {
-        Ok(bytes) => {
-            let _ = out.send(bytes).await;
-        }
-        Err(e) => tracing::error!(error = %e, "could not encode a response"),
-    }
+async fn send(out: &mpsc::Sender<Vec<u8>>, line: Vec<u8>) {
+    let _ = out.send(line).await;
+}
+
+/// One response as a line of JSON text (without the newline).
+fn encode(value: &Value) -> Vec<u8> {
+    serde_json::to_vec(value).unwrap_or_else(|e| {
+        tracing::error!(error = %e, "could not encode a response");
+        br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"Internal error: the response could not be encoded"}}"#.to_vec()
+    })
 }
 
 /// Answer one decoded line: `None` when nothing is to be sent (notifications only).
-fn answer_line(app: &App, decoded: Decoded) -> Option<Value> {
+fn answer_line(app: &App, decoded: Decoded) -> Option<Vec<u8>> {
     match decoded {
-        Decoded::Error(e) => Some(jsonrpc::failure(&Id::Null, &e)),
+        Decoded::Error(e) => Some(encode(&jsonrpc::failure(&Id::Null, &e))),
         Decoded::Single(m) => answer(app, m),
         Decoded::Batch(items) => {
-            let replies: Vec<Value> = items.into_iter().filter_map(|m| answer(app, m)).collect();
-            (!replies.is_empty()).then_some(Value::Array(replies))
+            let replies: Vec<Vec<u8>> = items.into_iter().filter_map(|m| answer(app, m)).collect();
+            (!replies.is_empty()).then(|| {
+                let mut out =
+                    Vec::with_capacity(replies.iter().map(|r| r.len() + 1).sum::<usize>() + 2);
+                out.push(b'[');
+                for (i, r) in replies.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    out.extend_from_slice(r);
+                }
+                out.push(b']');
+                out
+            })
         }
     }
 }
 
-fn answer(app: &App, msg: Incoming) -> Option<Value> {
+/// A method's result before encoding.
+enum Reply {
+    /// A protocol result object.
+    Value(Value),
+    /// A `tools/call` answer, encoded by [`mcp::encode_call_result`].
+    Tool(tools::ToolReply),
+}
+
+fn answer(app: &App, msg: Incoming) -> Option<Vec<u8>> {
     match msg {
         Incoming::Response => None,
-        Incoming::Invalid(id, e) => Some(jsonrpc::failure(&id, &e)),
+        Incoming::Invalid(id, e) => Some(encode(&jsonrpc::failure(&id, &e))),
         Incoming::Request(Request {
             id: None, method, ..
         }) => {
@@ -342,13 +435,14 @@ fn answer(app: &App, msg: Incoming) -> Option<Value> {
             method,
             params,
         }) => Some(match handle(app, &id, &method, &params) {
-            Ok(result) => jsonrpc::success(&id, result),
-            Err(e) => jsonrpc::failure(&id, &e),
+            Ok(result) => result,
+            Err(e) => encode(&jsonrpc::failure(&id, &e)),
         }),
     }
 }
 
-fn handle(app: &App, id: &Id, method: &str, params: &Value) -> Result<Value, RpcError> {
+/// Answer one request as an encoded success line, or the error to encode.
+fn handle(app: &App, id: &Id, method: &str, params: &Value) -> Result<Vec<u8>, RpcError> {
     let era = mcp::era_of(params).map_err(|requested| RpcError {
         code: mcp::UNSUPPORTED_PROTOCOL_VERSION,
         message: format!(
@@ -357,28 +451,39 @@ fn handle(app: &App, id: &Id, method: &str, params: &Value) -> Result<Value, Rpc
         ),
         data: Some(json!({"supported": mcp::all_versions(), "requested": requested})),
     })?;
-    let mut result = handle_method(app, id, method, params)?;
-    if let (mcp::Era::Stateless, Value::Object(obj)) = (era, &mut result) {
-        obj.entry("resultType").or_insert_with(|| json!("complete"));
-        if method == "tools/list" {
-            obj.insert("ttlMs".into(), json!(mcp::TOOLS_LIST_TTL_MS));
-            obj.insert("cacheScope".into(), json!("public"));
+    let stateless = era == mcp::Era::Stateless;
+    Ok(match handle_method(app, id, method, params)? {
+        Reply::Tool(r) => {
+            let result_type = stateless.then_some("complete");
+            jsonrpc::success_line(
+                id,
+                &mcp::encode_call_result(&r.structured, r.is_error, result_type),
+            )
         }
-    }
-    Ok(result)
+        Reply::Value(mut result) => {
+            if let (true, Value::Object(obj)) = (stateless, &mut result) {
+                obj.entry("resultType").or_insert_with(|| json!("complete"));
+                if method == "tools/list" {
+                    obj.insert("ttlMs".into(), json!(mcp::TOOLS_LIST_TTL_MS));
+                    obj.insert("cacheScope".into(), json!("public"));
+                }
+            }
+            encode(&jsonrpc::success(id, result))
+        }
+    })
 }
 
-fn handle_method(app: &App, id: &Id, method: &str, params: &Value) -> Result<Value, RpcError> {
+fn handle_method(app: &App, id: &Id, method: &str, params: &Value) -> Result<Reply, RpcError> {
     match method {
-        "server/discover" => Ok(mcp::discover_result(app.db_path())),
+        "server/discover" => Ok(Reply::Value(mcp::discover_result(app.db_path()))),
         "initialize" => {
             let requested = params.get("protocolVersion").and_then(Value::as_str);
             let version = mcp::negotiate_version(requested);
             tracing::info!(requested, version, "initialize");
-            Ok(mcp::initialize_result(version, app.db_path()))
+            Ok(Reply::Value(mcp::initialize_result(version, app.db_path())))
         }
-        "ping" => Ok(json!({})),
-        "tools/list" => Ok(tools::list_result()),
+        "ping" => Ok(Reply::Value(json!({}))),
+        "tools/list" => Ok(Reply::Value(tools::list_result())),
         "tools/call" => {
             let name = params.get("name").and_then(Value::as_str).ok_or_else(|| {
                 RpcError::invalid_params("tools/call needs params.name, a string naming the tool")
@@ -387,16 +492,16 @@ fn handle_method(app: &App, id: &Id, method: &str, params: &Value) -> Result<Val
             let span = tracing::debug_span!("tools/call", tool = name, id = %id.display());
             span.in_scope(|| {
                 let started = Instant::now();
-                let result = app.call_tool(name, arguments);
+                let result = app.call(name, arguments);
                 let micros = started.elapsed().as_micros() as u64;
                 match &result {
-                    Ok(r) if r["isError"] == json!(true) => {
+                    Ok(r) if r.is_error => {
                         tracing::debug!(duration_us = micros, outcome = "tool_error", "done")
                     }
                     Ok(_) => tracing::debug!(duration_us = micros, outcome = "ok", "done"),
                     Err(e) => tracing::debug!(duration_us = micros, outcome = "error", code = e.code, message = %e.message, "done"),
                 }
-                result
+                result.map(Reply::Tool)
             })
         }
         other => Err(RpcError::new(
@@ -445,6 +550,44 @@ async fn shutdown_signal() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Whether `adm.wait()` completes within a few scheduler turns.
+    async fn ready(adm: &mut Admission) -> bool {
+        tokio::time::timeout(std::time::Duration::from_millis(20), adm.wait())
+            .await
+            .is_ok()
+    }
+
+    #[tokio::test]
+    async fn a_write_waits_for_every_earlier_read_and_later_reads_wait_for_it() {
+        let mut seq = Sequencer::default();
+        let mut r1 = seq.admit(Access::Read);
+        let mut r2 = seq.admit(Access::Read);
+        let mut w = seq.admit(Access::Write);
+        let mut r3 = seq.admit(Access::Read);
+        let mut free = seq.admit(Access::Free);
+        assert!(
+            ready(&mut r1).await && ready(&mut r2).await,
+            "first reads run at once"
+        );
+        assert!(ready(&mut free).await, "protocol requests never wait");
+        assert!(!ready(&mut w).await, "the write waits for both reads");
+        r1.finish();
+        assert!(!ready(&mut w).await, "one read is still running");
+        assert!(!ready(&mut r3).await, "a read after the write waits for it");
+        r2.finish();
+        assert!(ready(&mut w).await, "both reads done: the write runs");
+        assert!(!ready(&mut r3).await, "the write has not finished yet");
+        let mut w2 = seq.admit(Access::Write);
+        w.finish();
+        assert!(
+            ready(&mut r3).await,
+            "the write finished: the later read runs"
+        );
+        assert!(!ready(&mut w2).await, "the next write waits for that read");
+        r3.finish();
+        assert!(ready(&mut w2).await);
+    }
 
     #[tokio::test]
     async fn long_lines_are_reported_without_keeping_them() {

@@ -213,6 +213,19 @@ pub fn success(id: &Id, result: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id.to_value(), "result": result})
 }
 
+/// Encode a success response whose `result` is already JSON text (e.g. from
+/// [`crate::protocol::mcp::encode_call_result`]) as one line without the newline.
+pub fn success_line(id: &Id, result_json: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(result_json.len() + 48);
+    out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    // Numbers and strings always encode; the Vec writer cannot fail.
+    let _ = serde_json::to_writer(&mut out, &id.to_value());
+    out.extend_from_slice(br#","result":"#);
+    out.extend_from_slice(result_json);
+    out.push(b'}');
+    out
+}
+
 /// Encode an error response as one JSON value.
 pub fn failure(id: &Id, error: &RpcError) -> Value {
     json!({"jsonrpc": "2.0", "id": id.to_value(), "error": error.to_value()})

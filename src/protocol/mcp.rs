@@ -130,6 +130,34 @@ pub fn call_result(structured: Value, is_error: bool) -> Value {
     })
 }
 
+/// The same `tools/call` result as [`call_result`], encoded straight to JSON text, with
+/// `resultType` (the 2026-07-28 revision) when `result_type` is given.
+///
+/// `structuredContent` is serialised once and reused: the text block is that text escaped as a
+/// JSON string, and `structuredContent` is the text itself. This halves the encoding work of
+/// every tool answer compared with building the result as a [`Value`] and serialising it.
+pub fn encode_call_result(
+    structured: &Value,
+    is_error: bool,
+    result_type: Option<&str>,
+) -> Vec<u8> {
+    let text = serde_json::to_string(structured).unwrap_or_else(|_| "{}".to_string());
+    let mut out = Vec::with_capacity(2 * text.len() + 128);
+    out.extend_from_slice(br#"{"content":[{"type":"text","text":"#);
+    // A `str` always encodes; the Vec writer cannot fail.
+    let _ = serde_json::to_writer(&mut out, text.as_str());
+    out.extend_from_slice(br#"}],"isError":"#);
+    out.extend_from_slice(if is_error { b"true" } else { b"false" });
+    if let Some(rt) = result_type {
+        out.extend_from_slice(br#","resultType":"#);
+        let _ = serde_json::to_writer(&mut out, rt);
+    }
+    out.extend_from_slice(br#","structuredContent":"#);
+    out.extend_from_slice(text.as_bytes());
+    out.push(b'}');
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -160,6 +188,21 @@ mod tests {
             Err("2030-01-01".to_string())
         );
         assert_eq!(era_of(&v(json!(7))), Err("7".to_string()));
+    }
+
+    #[test]
+    fn encoded_call_result_equals_the_value_form() {
+        let structured = json!({"a": 1.5, "s": "quote \" and \\ and \u{1F600} and \n", "n": null,
+                                "nested": {"list": [1, 2.25, -3e-7]}});
+        for is_error in [false, true] {
+            let bytes = encode_call_result(&structured, is_error, None);
+            let got: Value = serde_json::from_slice(&bytes).unwrap();
+            assert_eq!(got, call_result(structured.clone(), is_error));
+            let bytes = encode_call_result(&structured, is_error, Some("complete"));
+            let mut want = call_result(structured.clone(), is_error);
+            want["resultType"] = json!("complete");
+            assert_eq!(serde_json::from_slice::<Value>(&bytes).unwrap(), want);
+        }
     }
 
     #[test]

@@ -192,6 +192,16 @@ pub fn list_result() -> Value {
     json!({"tools": registry().iter().map(|t| t.to_json()).collect::<Vec<_>>()})
 }
 
+/// A tool's answer before encoding: its `structuredContent` and whether it reports a failure
+/// (`isError`, for a structured tool-level error such as `BELIEF_NOT_FOUND`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolReply {
+    /// The tool's output object, valid against its `outputSchema`.
+    pub structured: Value,
+    /// `true` for a tool-level failure reported as a result.
+    pub is_error: bool,
+}
+
 /// The shared application state: the cached service and the store.
 pub struct App {
     svc: RwLock<MetaLearningService>,
@@ -225,6 +235,16 @@ impl App {
     /// # Errors
     /// `-32602` for an unknown tool or invalid arguments, `-32603` for internal failures.
     pub fn call_tool(&self, name: &str, arguments: &Value) -> Result<Value, RpcError> {
+        self.call(name, arguments)
+            .map(|r| mcp::call_result(r.structured, r.is_error))
+    }
+
+    /// Run a `tools/call` and return the tool's answer unencoded; the server encodes it with
+    /// [`mcp::encode_call_result`].
+    ///
+    /// # Errors
+    /// As [`App::call_tool`].
+    pub fn call(&self, name: &str, arguments: &Value) -> Result<ToolReply, RpcError> {
         let tool =
             find(name).ok_or_else(|| RpcError::invalid_params(format!("Unknown tool: {name}")))?;
         let args = Args::new(arguments).map_err(|e| to_rpc(tool.name, e))?;
@@ -234,8 +254,14 @@ impl App {
         }
         .map_err(|e| to_rpc(tool.name, e))?;
         Ok(match outcome {
-            Outcome::Ok(v) => mcp::call_result(v, false),
-            Outcome::Failed(v) => mcp::call_result(v, true),
+            Outcome::Ok(structured) => ToolReply {
+                structured,
+                is_error: false,
+            },
+            Outcome::Failed(structured) => ToolReply {
+                structured,
+                is_error: true,
+            },
         })
     }
 
