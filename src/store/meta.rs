@@ -76,11 +76,40 @@ CREATE TABLE open_predictions (
 ) STRICT;
 ";
 
+/// Migration 7: accuracy windows move out of the `meta_state` row into one row per window.
+///
+/// A prediction changes two windows (global and its embedder's), so it now rewrites two rows
+/// of at most 800 bytes instead of the 11 KB state row with all 14 windows (which spanned four
+/// database pages, each copied whole into the WAL on every commit). The old blob columns stay
+/// in `meta_state` (SQLite cannot drop them cheaply) and are written empty from now on;
+/// [`split_windows`] moves their content over.
+pub const MIGRATION_WINDOWS: &str = "
+CREATE TABLE meta_windows (
+    window  INTEGER PRIMARY KEY CHECK (window BETWEEN 0 AND 13),
+    vals    BLOB    NOT NULL
+) STRICT;
+";
+
+/// Which accuracy windows a [`save`] writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Windows {
+    /// All 14 (after a reset, or when unsure).
+    All,
+    /// None: the windows did not change (recalibration, escalation handling).
+    None,
+    /// The global window and, if given, one embedder's: what one recorded prediction changes.
+    Prediction(Option<u8>),
+}
+
 /// How long an open prediction may wait for its outcome.
 pub const OPEN_PREDICTION_TTL_DAYS: i64 = 7;
 
-fn encode_f64s(values: impl Iterator<Item = f64>) -> Vec<u8> {
-    values.flat_map(f64::to_le_bytes).collect()
+fn encode_f64s(values: impl ExactSizeIterator<Item = f64>) -> Vec<u8> {
+    let mut out = Vec::with_capacity(8 * values.len());
+    for v in values {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    out
 }
 
 fn decode_f64s(bytes: &[u8]) -> Result<Vec<f64>, StoreError> {
@@ -129,24 +158,23 @@ pub fn load(db: &Db<'_>) -> Result<MetaState, StoreError> {
             },
         )
         .optional()?;
-    let Some((lambda_s, count, low, alert, failures, human, adjustments, last, global, per)) = row
-    else {
+    let Some((lambda_s, count, low, alert, failures, human, adjustments, last, _, _)) = row else {
         return Ok(MetaState::default());
     };
-    let per = decode_f64s(&per)?;
-    // embedder windows: 13 × (length, values…) flattened
+    let mut global = Window::default();
     let mut embedders: [Window; NUM_EMBEDDERS] = Default::default();
-    let mut i = 0usize;
-    for w in embedders.iter_mut() {
-        let len = *per
-            .get(i)
-            .ok_or_else(|| StoreError::Corrupt("embedder windows truncated".into()))?
-            as usize;
-        let values = per
-            .get(i + 1..i + 1 + len)
-            .ok_or_else(|| StoreError::Corrupt("embedder windows truncated".into()))?;
-        *w = Window::from_values(values.iter().copied());
-        i += 1 + len;
+    let mut stmt = db
+        .conn
+        .prepare_cached("SELECT window, vals FROM meta_windows")?;
+    let mut rows = stmt.query([])?;
+    while let Some(r) = rows.next()? {
+        let (id, vals): (i64, Vec<u8>) = (r.get(0)?, r.get(1)?);
+        let w = Window::from_values(decode_f64s(&vals)?);
+        match usize::try_from(id) {
+            Ok(0) => global = w,
+            Ok(i) if i <= NUM_EMBEDDERS => embedders[i - 1] = w,
+            _ => return Err(StoreError::Corrupt(format!("unknown accuracy window {id}"))),
+        }
     }
     Ok(MetaState {
         lambdas: Lambdas {
@@ -154,7 +182,7 @@ pub fn load(db: &Db<'_>) -> Result<MetaState, StoreError> {
             c: 1.0 - lambda_s,
         },
         interaction_count: count as u64,
-        global: Window::from_values(decode_f64s(&global)?),
+        global,
         embedders,
         consecutive_low: low as u32,
         alert_active: alert,
@@ -165,22 +193,25 @@ pub fn load(db: &Db<'_>) -> Result<MetaState, StoreError> {
     })
 }
 
-/// Store the meta-learning state (one row, replaced).
+/// Store the meta-learning state: the scalar row, and the accuracy windows `windows` names
+/// (one row each in `meta_windows`).
+///
+/// Writing fewer windows than changed would lose data: pass [`Windows::All`] unless the
+/// change is exactly one recorded prediction ([`Windows::Prediction`]) or left the windows
+/// alone ([`Windows::None`]).
 ///
 /// # Errors
 /// [`StoreError::Sqlite`] on SQL failure.
-pub fn save(db: &Db<'_>, m: &MetaState) -> Result<(), StoreError> {
-    let per: Vec<f64> = m
-        .embedders
-        .iter()
-        .flat_map(|w| std::iter::once(w.len() as f64).chain(w.values()))
-        .collect();
+pub fn save(db: &Db<'_>, m: &MetaState, windows: Windows) -> Result<(), StoreError> {
     db.conn
         .prepare_cached(
-            "INSERT OR REPLACE INTO meta_state (id, lambda_s, interaction_count, consecutive_low,
+            "INSERT INTO meta_state (id, lambda_s, interaction_count, consecutive_low,
              alert_active, bayesian_failures, human_review, adjustment_count, last_adjustment_us,
              global_window, embedder_windows)
-         VALUES (1, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+         VALUES (1, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, X'', X'')
+         ON CONFLICT (id) DO UPDATE SET lambda_s = ?1, interaction_count = ?2,
+             consecutive_low = ?3, alert_active = ?4, bayesian_failures = ?5, human_review = ?6,
+             adjustment_count = ?7, last_adjustment_us = ?8",
         )?
         .execute(params![
             m.lambdas.s,
@@ -191,9 +222,83 @@ pub fn save(db: &Db<'_>, m: &MetaState) -> Result<(), StoreError> {
             m.human_review_required,
             m.adjustment_count as i64,
             m.last_adjustment_at.map(to_us),
-            encode_f64s(m.global.values()),
-            encode_f64s(per.into_iter()),
         ])?;
+    let mut put = db.conn.prepare_cached(
+        "INSERT INTO meta_windows (window, vals) VALUES (?1, ?2)
+         ON CONFLICT (window) DO UPDATE SET vals = ?2",
+    )?;
+    let mut write = |id: usize, w: &Window| -> Result<(), StoreError> {
+        put.execute(params![id as i64, encode_f64s(w.values())])?;
+        Ok(())
+    };
+    match windows {
+        Windows::None => {}
+        Windows::All => {
+            write(0, &m.global)?;
+            for (i, w) in m.embedders.iter().enumerate() {
+                write(i + 1, w)?;
+            }
+        }
+        Windows::Prediction(embedder) => {
+            write(0, &m.global)?;
+            if let Some(i) = embedder.map(usize::from).filter(|&i| i < NUM_EMBEDDERS) {
+                write(i + 1, &m.embedders[i])?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Data step of migration 7: move the accuracy windows of a `meta_state` row written by
+/// schema 6 (a global blob, and 13 length-prefixed windows in one blob) into `meta_windows`,
+/// and empty the old columns.
+///
+/// # Errors
+/// SQL failure, or an unreadable blob (reported as a conversion failure).
+pub fn split_windows(conn: &rusqlite::Connection) -> rusqlite::Result<()> {
+    let row: Option<(Vec<u8>, Vec<u8>)> = conn
+        .query_row(
+            "SELECT global_window, embedder_windows FROM meta_state WHERE id = 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()?;
+    let Some((global, per)) = row else {
+        return Ok(());
+    };
+    let corrupt = |what: String| {
+        rusqlite::Error::FromSqlConversionFailure(
+            0,
+            rusqlite::types::Type::Blob,
+            Box::new(StoreError::Corrupt(what)),
+        )
+    };
+    let global = decode_f64s(&global).map_err(|e| corrupt(e.to_string()))?;
+    let per = decode_f64s(&per).map_err(|e| corrupt(e.to_string()))?;
+    let mut windows = vec![global];
+    // 13 × (length, values…) flattened; an empty blob means empty windows.
+    let mut i = 0usize;
+    for _ in 0..NUM_EMBEDDERS {
+        let Some(&len) = per.get(i) else {
+            windows.push(Vec::new());
+            continue;
+        };
+        let values = per
+            .get(i + 1..i + 1 + len as usize)
+            .ok_or_else(|| corrupt("embedder windows truncated".into()))?;
+        windows.push(values.to_vec());
+        i += 1 + len as usize;
+    }
+    for (id, values) in windows.into_iter().enumerate() {
+        conn.execute(
+            "INSERT INTO meta_windows (window, vals) VALUES (?1, ?2)",
+            params![id as i64, encode_f64s(values.into_iter())],
+        )?;
+    }
+    conn.execute(
+        "UPDATE meta_state SET global_window = X'', embedder_windows = X'' WHERE id = 1",
+        [],
+    )?;
     Ok(())
 }
 
@@ -560,6 +665,7 @@ pub fn close_prediction(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::service::meta::ResetScope;
     use crate::store::{DbPath, Store};
 
     fn event_at(t: DateTime<Utc>) -> Event {
@@ -586,6 +692,108 @@ mod tests {
                 |r| r.get::<_, i64>(0),
             )
             .unwrap() as usize
+    }
+
+    /// Predictions over every embedder and none, with varied outcomes.
+    fn predictions(n: usize) -> Vec<Prediction> {
+        let t = DateTime::parse_from_rfc3339("2026-03-01T00:00:00Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        (0..n)
+            .map(|k| Prediction {
+                timestamp: t + chrono::Duration::seconds(k as i64),
+                embedder_index: (k % 14 != 13).then_some((k % 14) as u8),
+                predicted: (k % 10) as f64 / 10.0,
+                actual: (k % 7) as f64 / 7.0,
+                delta_s: Some(0.5),
+                delta_c: Some(0.25),
+                domain: None,
+                ach_level: 0.001,
+            })
+            .collect()
+    }
+
+    /// `m` as stored: only λ_s is kept, and λ_c is read back as 1 − λ_s (which can differ from
+    /// a computed λ_c in the last bit).
+    fn as_stored(m: &MetaState) -> MetaState {
+        let mut m = m.clone();
+        m.lambdas.c = 1.0 - m.lambdas.s;
+        m
+    }
+
+    #[test]
+    fn state_saved_one_prediction_at_a_time_loads_back_exactly() {
+        let store = Store::open(&DbPath::Memory).unwrap();
+        let mut m = MetaState::default();
+        // 350 predictions: every window fills past its 100 values and wraps.
+        for (k, p) in predictions(350).iter().enumerate() {
+            m.record_prediction(p, p.timestamp);
+            store
+                .write(|db| save(db, &m, Windows::Prediction(p.embedder_index)))
+                .unwrap();
+            if k % 97 == 0 || k == 349 {
+                assert_eq!(
+                    store.read(|db| load(db)).unwrap(),
+                    as_stored(&m),
+                    "after {k}"
+                );
+            }
+        }
+        // A reset empties every window; Windows::All writes them all.
+        m.reset(ResetScope::All, "test", Utc::now());
+        store.write(|db| save(db, &m, Windows::All)).unwrap();
+        assert_eq!(store.read(|db| load(db)).unwrap(), as_stored(&m));
+    }
+
+    #[test]
+    fn migration_7_moves_schema_6_windows_into_their_own_rows() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v6.db");
+        let mut m = MetaState::default();
+        for p in predictions(250) {
+            m.record_prediction(&p, p.timestamp);
+        }
+        {
+            // A database as schema 6 wrote it: windows as blobs in the state row.
+            let conn = rusqlite::Connection::open(&path).unwrap();
+            for sql in &crate::store::MIGRATIONS[..6] {
+                conn.execute_batch(sql.sql).unwrap();
+            }
+            conn.execute_batch("PRAGMA user_version = 6").unwrap();
+            let per: Vec<f64> = m
+                .embedders
+                .iter()
+                .flat_map(|w| std::iter::once(w.len() as f64).chain(w.values()))
+                .collect();
+            conn.execute(
+                "INSERT INTO meta_state VALUES (1, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                params![
+                    m.lambdas.s,
+                    m.interaction_count as i64,
+                    i64::from(m.consecutive_low),
+                    m.alert_active,
+                    i64::from(m.bayesian_failures),
+                    m.human_review_required,
+                    m.adjustment_count as i64,
+                    m.last_adjustment_at.map(to_us),
+                    encode_f64s(m.global.values()),
+                    encode_f64s(per.into_iter()),
+                ],
+            )
+            .unwrap();
+        }
+        let store = Store::open(&DbPath::File(path)).unwrap();
+        assert_eq!(store.read(|db| load(db)).unwrap(), as_stored(&m));
+        let emptied: i64 = store
+            .read(|db| {
+                Ok::<_, StoreError>(db.conn.query_row(
+                    "SELECT length(global_window) + length(embedder_windows) FROM meta_state",
+                    [],
+                    |r| r.get(0),
+                )?)
+            })
+            .unwrap();
+        assert_eq!(emptied, 0, "the old columns are emptied");
     }
 
     #[test]

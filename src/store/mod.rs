@@ -29,17 +29,37 @@ use crate::service::{Family, MetaLearningService, Versions};
 /// milliseconds, so 30 s only matters under heavy multi-process contention.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// Prepared statements kept per connection (see [`Connection::set_prepared_statement_cache_capacity`]).
+const STATEMENT_CACHE: usize = 128;
+
 /// Schema migrations in order: entry `i` moves the schema from `user_version = i` to `i + 1`.
 ///
 /// Append new entries at the end; never edit an entry that has shipped.
-const MIGRATIONS: &[&str] = &[
-    meta::MIGRATION,
-    directives::MIGRATION,
-    atc::MIGRATION,
-    beliefs::MIGRATION,
-    lessons::MIGRATION,
-    vertices::MIGRATION,
+pub(crate) const MIGRATIONS: &[Migration] = &[
+    Migration::sql(meta::MIGRATION),
+    Migration::sql(directives::MIGRATION),
+    Migration::sql(atc::MIGRATION),
+    Migration::sql(beliefs::MIGRATION),
+    Migration::sql(lessons::MIGRATION),
+    Migration::sql(vertices::MIGRATION),
+    Migration {
+        sql: meta::MIGRATION_WINDOWS,
+        data: Some(meta::split_windows),
+    },
 ];
+
+/// One schema step: SQL, then optionally a data step in Rust (for conversions SQL cannot
+/// express), both inside the migration transaction.
+pub(crate) struct Migration {
+    pub(crate) sql: &'static str,
+    data: Option<fn(&Connection) -> rusqlite::Result<()>>,
+}
+
+impl Migration {
+    const fn sql(sql: &'static str) -> Self {
+        Migration { sql, data: None }
+    }
+}
 
 /// The schema version this binary writes (`PRAGMA user_version`).
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -225,6 +245,9 @@ impl Store {
             }
         }
         conn.execute_batch("PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;")?;
+        // Every statement on a per-call path is prepared once and kept: the store has about
+        // 60, more than rusqlite's default cache of 16, which re-parsed SQL on every call.
+        conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         migrate(&conn).map_err(|e| classify_open_error(&shown, e))?;
         Ok(Store {
             conn: Mutex::new(conn),
@@ -374,8 +397,11 @@ fn migrate(conn: &Connection) -> Result<(), rusqlite::Error> {
     conn.execute_batch("BEGIN IMMEDIATE")?;
     let result = (|| {
         let current: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
-        for (i, sql) in MIGRATIONS.iter().enumerate().skip(current.max(0) as usize) {
-            conn.execute_batch(sql)?;
+        for (i, m) in MIGRATIONS.iter().enumerate().skip(current.max(0) as usize) {
+            conn.execute_batch(m.sql)?;
+            if let Some(data) = m.data {
+                data(conn)?;
+            }
             conn.execute_batch(&format!("PRAGMA user_version = {}", i + 1))?;
         }
         conn.execute_batch(

@@ -15,7 +15,7 @@ use crate::service::meta::{
     ResetScope,
 };
 use crate::store::directives::{self, Directive, InterventionType};
-use crate::store::meta::{self as meta_store, CloseError, EventQuery};
+use crate::store::meta::{self as meta_store, CloseError, EventQuery, Windows};
 
 /// The tools of this family, in `tools/list` order.
 pub const TOOLS: &[Tool] = &[
@@ -286,7 +286,8 @@ fn record_prediction(ctx: &mut WriteCtx<'_>, args: &Args<'_>) -> ToolResult {
         );
         bayes = Some(plan_json(&plan, false));
     }
-    persist(ctx, &events)?;
+    // A Bayesian run re-weights λ but leaves the windows alone.
+    persist(ctx, &events, Windows::Prediction(prediction.embedder_index))?;
     let meta = &ctx.svc.meta;
     Ok(Outcome::Ok(json!({
         "recorded": true,
@@ -312,8 +313,8 @@ fn record_prediction(ctx: &mut WriteCtx<'_>, args: &Args<'_>) -> ToolResult {
 
 /// Save the meta state, append the events, and write an ESCALATION directive for a human
 /// escalation among them.
-fn persist(ctx: &WriteCtx<'_>, events: &[Event]) -> Result<(), ToolError> {
-    meta_store::save(ctx.db, &ctx.svc.meta)?;
+fn persist(ctx: &WriteCtx<'_>, events: &[Event], windows: Windows) -> Result<(), ToolError> {
+    meta_store::save(ctx.db, &ctx.svc.meta, windows)?;
     meta_store::insert_events(ctx.db, events)?;
     for e in events
         .iter()
@@ -498,7 +499,7 @@ fn trigger_recalibration(ctx: &mut WriteCtx<'_>, args: &Args<'_>) -> ToolResult 
                 ),
             )?;
         }
-        persist(ctx, &events)?;
+        persist(ctx, &events, Windows::None)?;
     }
     let mut out = plan_json(&plan, dry_run);
     out["domain"] = json!(domain.map(Domain::as_str));
@@ -671,7 +672,7 @@ fn reset(ctx: &mut WriteCtx<'_>, args: &Args<'_>) -> ToolResult {
         ctx.now,
     );
     directives::insert(ctx.db, &directive)?;
-    persist(ctx, &[event])?;
+    persist(ctx, &[event], Windows::All)?;
     let m = &ctx.svc.meta;
     Ok(Outcome::Ok(json!({
         "success": true,
