@@ -732,17 +732,13 @@ mod tests {
                 .write(|db| save(db, &m, Windows::Prediction(p.embedder_index)))
                 .unwrap();
             if k % 97 == 0 || k == 349 {
-                assert_eq!(
-                    store.read(|db| load(db)).unwrap(),
-                    as_stored(&m),
-                    "after {k}"
-                );
+                assert_eq!(store.read(load).unwrap(), as_stored(&m), "after {k}");
             }
         }
         // A reset empties every window; Windows::All writes them all.
         m.reset(ResetScope::All, "test", Utc::now());
         store.write(|db| save(db, &m, Windows::All)).unwrap();
-        assert_eq!(store.read(|db| load(db)).unwrap(), as_stored(&m));
+        assert_eq!(store.read(load).unwrap(), as_stored(&m));
     }
 
     #[test]
@@ -783,7 +779,7 @@ mod tests {
             .unwrap();
         }
         let store = Store::open(&DbPath::File(path)).unwrap();
-        assert_eq!(store.read(|db| load(db)).unwrap(), as_stored(&m));
+        assert_eq!(store.read(load).unwrap(), as_stored(&m));
         let emptied: i64 = store
             .read(|db| {
                 Ok::<_, StoreError>(db.conn.query_row(
