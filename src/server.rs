@@ -105,13 +105,20 @@ fn access_of(msg: &Incoming) -> Access {
     }
 }
 
-/// Ordering of requests: a write waits for every earlier request, a read for the last write.
+/// Progress of a write, as seen by the requests after it.
+const WRITE_QUEUED: u8 = 1;
+/// The write has committed and been answered.
+const WRITE_DONE: u8 = 2;
+
+/// Ordering of requests: a write waits for every earlier read and is queued after the write
+/// before it (the write executor runs the queue in order); a read waits for the last write to
+/// be done.
 ///
 /// Reads admitted since the last write form an epoch: each holds a clone of the epoch's
 /// sender, and the next write waits on the receiver, which yields `None` once every clone is
 /// dropped. Admission is O(1) however many reads are in flight.
 struct Sequencer {
-    last_write: Option<watch::Receiver<bool>>,
+    last_write: Option<watch::Receiver<u8>>,
     epoch_tx: mpsc::Sender<()>,
     epoch_rx: mpsc::Receiver<()>,
 }
@@ -129,32 +136,41 @@ impl Default for Sequencer {
 
 /// What one admitted request waits for and what it signals.
 struct Admission {
-    /// The last write before it, to finish first.
-    write: Option<watch::Receiver<bool>>,
+    /// The last write before it, and the progress of it to wait for ([`WRITE_QUEUED`] for a
+    /// write, [`WRITE_DONE`] for a read).
+    write: Option<(watch::Receiver<u8>, u8)>,
     /// For a write: the reads since the previous write, which have all finished when this
     /// yields `None`.
     reads: Option<mpsc::Receiver<()>>,
-    /// For a write: signalled when it has finished.
-    done: Option<watch::Sender<bool>>,
+    /// For a write: its progress, for the requests after it.
+    progress: Option<watch::Sender<u8>>,
     /// For a read: held until it has finished.
     read_guard: Option<mpsc::Sender<()>>,
 }
 
 impl Admission {
     async fn wait(&mut self) {
-        if let Some(w) = &mut self.write {
-            let _ = w.wait_for(|finished| *finished).await;
+        if let Some((w, level)) = &mut self.write {
+            let level = *level;
+            let _ = w.wait_for(|p| *p >= level).await;
         }
         if let Some(r) = &mut self.reads {
             while r.recv().await.is_some() {}
         }
     }
 
+    /// Signal that this write is in the executor's queue: the next write may queue behind it.
+    fn queued(&self) {
+        if let Some(p) = &self.progress {
+            let _ = p.send(WRITE_QUEUED);
+        }
+    }
+
     /// Signal that this request has finished: a write wakes what waits for it, a read
     /// releases its epoch.
     fn finish(self) {
-        if let Some(done) = self.done {
-            let _ = done.send(true);
+        if let Some(p) = self.progress {
+            let _ = p.send(WRITE_DONE);
         }
         drop(self.read_guard);
     }
@@ -166,26 +182,74 @@ impl Sequencer {
             Access::Free => Admission {
                 write: None,
                 reads: None,
-                done: None,
+                progress: None,
                 read_guard: None,
             },
             Access::Read => Admission {
-                write: self.last_write.clone(),
+                write: self.last_write.clone().map(|w| (w, WRITE_DONE)),
                 reads: None,
-                done: None,
+                progress: None,
                 read_guard: Some(self.epoch_tx.clone()),
             },
             Access::Write => {
-                let (tx, rx) = watch::channel(false);
+                let (tx, rx) = watch::channel(0);
                 let (epoch_tx, epoch_rx) = mpsc::channel(1);
                 // Dropping the old epoch's own sender leaves only the reads' clones.
                 drop(std::mem::replace(&mut self.epoch_tx, epoch_tx));
                 let reads = std::mem::replace(&mut self.epoch_rx, epoch_rx);
                 Admission {
-                    write: self.last_write.replace(rx),
+                    write: self.last_write.replace(rx).map(|w| (w, WRITE_QUEUED)),
                     reads: Some(reads),
-                    done: Some(tx),
+                    progress: Some(tx),
                     read_guard: None,
+                }
+            }
+        }
+    }
+}
+
+/// Writes queued together are committed together, at most this many.
+const MAX_GROUP_COMMIT: usize = 64;
+
+/// One write request for the executor: the work (which answers it), the id to answer a failed
+/// commit with, and where the answer goes.
+struct WriteJob {
+    run: Box<dyn FnOnce() -> Option<Vec<u8>> + Send>,
+    id: Id,
+    reply: tokio::sync::oneshot::Sender<Option<Vec<u8>>>,
+}
+
+/// The write executor: one thread that runs queued writes in order, taking every write already
+/// queued (up to [`MAX_GROUP_COMMIT`]) into one group commit ([`App::write_batch`]).
+///
+/// A lone write costs what it did before; a pipelined stream of writes shares commits, so the
+/// WAL receives each changed page once per group instead of once per write. Answers are
+/// released only after the commit, so an answered write is durable.
+fn write_executor(app: Arc<App>, jobs: std::sync::mpsc::Receiver<WriteJob>) {
+    while let Ok(first) = jobs.recv() {
+        let mut group = vec![first];
+        while group.len() < MAX_GROUP_COMMIT {
+            match jobs.try_recv() {
+                Ok(job) => group.push(job),
+                Err(_) => break,
+            }
+        }
+        let mut runs = Vec::with_capacity(group.len());
+        let mut waiting = Vec::with_capacity(group.len());
+        for job in group {
+            runs.push(job.run);
+            waiting.push((job.id, job.reply));
+        }
+        let answers = app.write_batch(|| runs.into_iter().map(|run| run()).collect::<Vec<_>>());
+        match answers {
+            Ok(answers) => {
+                for ((_, reply), answer) in waiting.into_iter().zip(answers) {
+                    let _ = reply.send(answer);
+                }
+            }
+            Err(e) => {
+                for (id, reply) in waiting {
+                    let _ = reply.send(Some(encode(&jsonrpc::failure(&id, &e))));
                 }
             }
         }
@@ -233,6 +297,14 @@ where
         }
         writer.flush().await
     });
+
+    let (write_tx, write_rx) = std::sync::mpsc::channel::<WriteJob>();
+    {
+        let app = app.clone();
+        std::thread::Builder::new()
+            .name("write-executor".into())
+            .spawn(move || write_executor(app, write_rx))?;
+    }
 
     let mut reader = reader;
     let mut seq = Sequencer::default();
@@ -311,6 +383,7 @@ where
         let app = app.clone();
         let out_tx = out_tx.clone();
         let in_flight = in_flight.clone();
+        let write_tx = write_tx.clone();
         tokio::spawn(async move {
             admission.wait().await;
             let reply = if cancelled.load(Ordering::SeqCst) {
@@ -329,11 +402,23 @@ where
                         )))
                     })
                 };
-                // Writes may hold the store for long (fsync, a 10,000-observation ingest, a
-                // Bayesian run): they go to the blocking pool. Reads and protocol requests are
-                // short and run on the worker, which saves two thread hand-offs per call.
+                // Writes may hold the store for long (a 10,000-observation ingest, a Bayesian
+                // run) and are committed in groups: they go to the write executor's thread.
+                // Reads and protocol requests are short and run on the worker.
                 if access == Access::Write {
-                    tokio::task::spawn_blocking(run).await.unwrap_or(None)
+                    let (reply, answer) = tokio::sync::oneshot::channel();
+                    let job = WriteJob {
+                        run: Box::new(run),
+                        id: single_id.clone().unwrap_or(Id::Null),
+                        reply,
+                    };
+                    let sent = write_tx.send(job).is_ok();
+                    admission.queued();
+                    if sent {
+                        answer.await.unwrap_or(None)
+                    } else {
+                        None
+                    }
                 } else {
                     run()
                 }
@@ -587,6 +672,19 @@ mod tests {
         assert!(!ready(&mut w2).await, "the next write waits for that read");
         r3.finish();
         assert!(ready(&mut w2).await);
+        // Back-to-back writes: the next one may queue as soon as this one is queued (the
+        // executor runs the queue in order), so that they can share a commit; a read after
+        // them still waits for the last one to be done.
+        let mut w3 = seq.admit(Access::Write);
+        let mut r4 = seq.admit(Access::Read);
+        assert!(!ready(&mut w3).await, "w2 is not queued yet");
+        w2.queued();
+        assert!(ready(&mut w3).await, "w2 queued: w3 may queue behind it");
+        w3.queued();
+        w2.finish();
+        assert!(!ready(&mut r4).await, "w3 queued but not done");
+        w3.finish();
+        assert!(ready(&mut r4).await);
     }
 
     #[tokio::test]

@@ -290,3 +290,117 @@ fn several_servers_creating_one_new_database_at_once_all_start() {
         );
     }
 }
+
+/// The requests of `piped_writes_answer_exactly_as_one_at_a_time`: valid predictions, invalid
+/// ones (-32602), a duplicate lesson (a structured failure) and reads between them.
+fn mixed_requests() -> Vec<Value> {
+    let lesson = json!({"task_id": "T-1", "strategy_description": "Retry the flaky network call",
+        "rca_summary": "root cause: the server is down, not flaky", "failure_type": "LOGIC_ERROR",
+        "source_agent": "agent-1"});
+    let mut out = Vec::new();
+    for i in 0..120usize {
+        let args = match i % 10 {
+            3 => json!({"embedder_index": 1, "predicted": 0.5, "actual": 2.0}),
+            5 | 6 => lesson.clone(),
+            _ => json!({"embedder_index": i % 13, "predicted": 0.9, "actual": (i % 7) as f64 / 7.0,
+                        "delta_s": 0.6, "delta_c": 0.3}),
+        };
+        let name = if i % 10 == 5 || i % 10 == 6 {
+            "log_lesson_learned"
+        } else {
+            "record_prediction"
+        };
+        out.push(json!({"name": name, "arguments": args}));
+        if i % 25 == 24 {
+            out.push(json!({"name": "get_meta_learning_status", "arguments": {}}));
+        }
+    }
+    out
+}
+
+/// What a client sees of an answer, without the fields that differ between two runs
+/// (lesson ids and times).
+fn comparable(answer: &Value) -> Value {
+    let mut a = answer.clone();
+    if let Some(sc) = a
+        .pointer_mut("/result/structuredContent")
+        .and_then(Value::as_object_mut)
+    {
+        for volatile in [
+            "lesson_id",
+            "existing_lesson_id",
+            "created_at",
+            "last_adjustment_at",
+            "database",
+            "detail",
+        ] {
+            sc.remove(volatile);
+        }
+    }
+    if let Some(r) = a.get_mut("result").and_then(Value::as_object_mut) {
+        r.remove("content");
+    }
+    a
+}
+
+#[test]
+fn piped_writes_answer_exactly_as_one_at_a_time() {
+    // Piped all at once, writes share group commits; one at a time, each commits alone. A
+    // client must not be able to tell: same answers, same stored state after a restart.
+    let requests = mixed_requests();
+    let dir = tempfile::tempdir().unwrap();
+    let piped_db = dir.path().join("piped.db");
+    let input: String = requests
+        .iter()
+        .enumerate()
+        .map(|(id, p)| {
+            json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": p}).to_string()
+                + "\n"
+        })
+        .collect();
+    let (status, lines, _) = pipe(&piped_db, input.as_bytes());
+    assert!(status.success());
+    let mut piped: Vec<Value> = lines
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    piped.sort_by_key(|v| v["id"].as_u64());
+    assert_eq!(piped.len(), requests.len());
+
+    let mut s = Server::start_at(&dir.path().join("sequential.db"), &[]);
+    for (id, (p, got)) in requests.iter().zip(&piped).enumerate() {
+        s.send_line(
+            &json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": p}).to_string(),
+        );
+        let want = s.recv();
+        assert_eq!(comparable(got), comparable(&want), "request {id}: {p}");
+    }
+    let invalid = piped
+        .iter()
+        .filter(|v| v["error"]["code"] == -32602)
+        .count();
+    let duplicate = piped
+        .iter()
+        .filter(|v| v["result"]["structuredContent"]["error"] == "LESSON_ALREADY_EXISTS")
+        .count();
+    assert_eq!(
+        (invalid, duplicate),
+        (12, 23),
+        "each failure answered alone"
+    );
+
+    // Everything answered was committed.
+    let status_args = json!({"include_embedder_breakdown": true});
+    let sequential = s.tool_ok("get_meta_learning_status", status_args.clone());
+    let mut reopened = Server::start_at(&piped_db, &[]);
+    let after = reopened.tool_ok("get_meta_learning_status", status_args);
+    assert_eq!(after["interaction_count"], 84);
+    for field in [
+        "interaction_count",
+        "current_lambdas",
+        "current_accuracy",
+        "adjustment_count",
+    ] {
+        assert_eq!(after[field], sequential[field], "{field}");
+    }
+}

@@ -20,6 +20,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 use rusqlite::{Connection, OpenFlags};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::service::{Family, MetaLearningService, Versions};
 
@@ -175,6 +176,26 @@ pub struct Db<'a> {
 pub struct Store {
     conn: Mutex<Connection>,
     path: DbPath,
+    /// Set while [`Store::batch`] holds a transaction open: [`Store::write`] then nests in a
+    /// savepoint and [`Store::read`] reads inside that transaction. Changed only with `conn`
+    /// locked.
+    in_batch: AtomicBool,
+}
+
+/// Undoes an open transaction or savepoint if the code inside it unwinds (a handler panic),
+/// so that the connection is never left inside a transaction nobody will end.
+struct TxGuard<'a> {
+    conn: &'a Connection,
+    undo: &'static str,
+    armed: bool,
+}
+
+impl Drop for TxGuard<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            let _ = self.conn.execute_batch(self.undo);
+        }
+    }
 }
 
 fn family_key(f: Family) -> &'static str {
@@ -252,6 +273,7 @@ impl Store {
         Ok(Store {
             conn: Mutex::new(conn),
             path: path.clone(),
+            in_batch: AtomicBool::new(false),
         })
     }
 
@@ -261,7 +283,10 @@ impl Store {
     }
 
     /// Run `f` inside one `BEGIN IMMEDIATE` transaction: committed when `f` returns `Ok`,
-    /// rolled back otherwise.
+    /// rolled back otherwise (also when `f` panics).
+    ///
+    /// Inside [`Store::batch`] the transaction is a savepoint of the batch's: `f`'s changes are
+    /// undone alone when it fails, and become durable when the batch commits.
     ///
     /// # Errors
     /// `f`'s error, or the store error of beginning or committing.
@@ -270,25 +295,37 @@ impl Store {
         E: From<StoreError>,
     {
         let conn = self.conn.lock();
-        conn.execute_batch("BEGIN IMMEDIATE")
+        let (begin, end, undo) = if self.in_batch.load(Ordering::Relaxed) {
+            (
+                "SAVEPOINT write",
+                "RELEASE write",
+                "ROLLBACK TO write; RELEASE write",
+            )
+        } else {
+            ("BEGIN IMMEDIATE", "COMMIT", "ROLLBACK")
+        };
+        conn.execute_batch(begin)
             .map_err(|e| E::from(StoreError::from(e)))?;
+        let mut guard = TxGuard {
+            conn: &conn,
+            undo,
+            armed: true,
+        };
         let db = Db { conn: &conn };
-        match f(&db) {
-            Ok(v) => match conn.execute_batch("COMMIT") {
+        let out = match f(&db) {
+            Ok(v) => match conn.execute_batch(end) {
                 Ok(()) => Ok(v),
-                Err(e) => {
-                    let _ = conn.execute_batch("ROLLBACK");
-                    Err(E::from(StoreError::from(e)))
-                }
+                Err(e) => Err(E::from(StoreError::from(e))),
             },
-            Err(e) => {
-                let _ = conn.execute_batch("ROLLBACK");
-                Err(e)
-            }
-        }
+            Err(e) => Err(e),
+        };
+        guard.armed = out.is_err();
+        drop(guard);
+        out
     }
 
-    /// Run `f` inside a read transaction (a consistent snapshot of committed data).
+    /// Run `f` inside a read transaction (a consistent snapshot of committed data); inside a
+    /// [`Store::batch`], inside the batch's transaction.
     ///
     /// # Errors
     /// `f`'s error, or the store error of beginning the transaction.
@@ -297,12 +334,60 @@ impl Store {
         E: From<StoreError>,
     {
         let conn = self.conn.lock();
-        conn.execute_batch("BEGIN DEFERRED")
-            .map_err(|e| E::from(StoreError::from(e)))?;
         let db = Db { conn: &conn };
+        if self.in_batch.load(Ordering::Relaxed) {
+            return f(&db);
+        }
+        conn.prepare_cached("BEGIN DEFERRED")
+            .and_then(|mut s| s.execute([]))
+            .map_err(|e| E::from(StoreError::from(e)))?;
         let out = f(&db);
-        let _ = conn.execute_batch("COMMIT");
+        let _ = conn
+            .prepare_cached("COMMIT")
+            .and_then(|mut s| s.execute([]));
         out
+    }
+
+    /// Group commit: run `f`, which makes several [`Store::write`] calls, inside one
+    /// `BEGIN IMMEDIATE` transaction, so that their changes reach the disk in one commit.
+    /// Each write still succeeds or fails alone (a savepoint each); the commit at the end makes
+    /// them all durable together. Nothing else may use the store while `f` runs (the server's
+    /// sequencer guarantees it: reads wait for the writes before them).
+    ///
+    /// # Errors
+    /// The store error of beginning or committing; on a failed commit none of `f`'s writes is
+    /// kept, and the caller must report every one of them as failed.
+    pub fn batch<T>(&self, f: impl FnOnce() -> T) -> Result<T, StoreError> {
+        {
+            let conn = self.conn.lock();
+            conn.execute_batch("BEGIN IMMEDIATE")?;
+            self.in_batch.store(true, Ordering::Relaxed);
+        }
+        struct EndBatch<'a>(&'a Store);
+        impl Drop for EndBatch<'_> {
+            fn drop(&mut self) {
+                let conn = self.0.conn.lock();
+                self.0.in_batch.store(false, Ordering::Relaxed);
+                if !conn.is_autocommit() {
+                    // Reached only when `f` unwound: nothing of it is kept.
+                    let _ = conn.execute_batch("ROLLBACK");
+                }
+            }
+        }
+        let end = EndBatch(self);
+        let out = f();
+        let committed = {
+            let conn = self.conn.lock();
+            match conn.execute_batch("COMMIT") {
+                Ok(()) => Ok(()),
+                Err(e) => {
+                    let _ = conn.execute_batch("ROLLBACK");
+                    Err(StoreError::from(e))
+                }
+            }
+        };
+        drop(end);
+        committed.map(|()| out)
     }
 }
 
@@ -498,5 +583,107 @@ impl Store {
     pub fn apply_retention(&self, days: u32) -> Result<usize, StoreError> {
         let cutoff = chrono::Utc::now() - chrono::Duration::days(days.into());
         self.write(|db| meta::delete_events_before(db, cutoff))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch() -> Store {
+        let store = Store::open(&DbPath::Memory).unwrap();
+        store
+            .write(|db| {
+                db.conn
+                    .execute_batch("CREATE TABLE t (v INTEGER NOT NULL)")
+                    .map_err(StoreError::from)
+            })
+            .unwrap();
+        store
+    }
+
+    fn insert(db: &Db<'_>, v: i64) -> Result<(), StoreError> {
+        db.conn.execute("INSERT INTO t (v) VALUES (?1)", [v])?;
+        Ok(())
+    }
+
+    fn values(store: &Store) -> Vec<i64> {
+        store
+            .read(|db| {
+                let mut stmt = db.conn.prepare("SELECT v FROM t ORDER BY v")?;
+                let rows = stmt.query_map([], |r| r.get(0))?;
+                Ok::<_, StoreError>(rows.collect::<Result<Vec<i64>, _>>()?)
+            })
+            .unwrap()
+    }
+
+    #[test]
+    fn a_write_that_fails_or_panics_leaves_nothing_and_the_store_usable() {
+        let store = scratch();
+        let failed: Result<(), StoreError> = store.write(|db| {
+            insert(db, 1)?;
+            Err(StoreError::Corrupt("handler failed after writing".into()))
+        });
+        assert!(failed.is_err());
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _ = store.write(|db| -> Result<(), StoreError> {
+                insert(db, 2)?;
+                panic!("handler panicked after writing");
+            });
+        }));
+        assert!(panicked.is_err());
+        store.write(|db| insert(db, 3)).unwrap();
+        assert_eq!(values(&store), [3]);
+    }
+
+    #[test]
+    fn a_group_commit_keeps_each_write_alone_and_commits_the_rest_once() {
+        let store = scratch();
+        let outcomes = store
+            .batch(|| {
+                let mut out = vec![store.write(|db| insert(db, 10)).is_ok()];
+                out.push(
+                    store
+                        .write(|db| -> Result<(), StoreError> {
+                            insert(db, 11)?;
+                            Err(StoreError::Corrupt("fails after writing".into()))
+                        })
+                        .is_ok(),
+                );
+                out.push(
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        store.write(|db| -> Result<(), StoreError> {
+                            insert(db, 12)?;
+                            panic!("panics after writing");
+                        })
+                    }))
+                    .is_ok(),
+                );
+                // A read inside the group sees the group's own writes so far.
+                out.push(values(&store) == [10]);
+                out.push(store.write(|db| insert(db, 13)).is_ok());
+                out
+            })
+            .unwrap();
+        assert_eq!(outcomes, [true, false, false, true, true]);
+        assert_eq!(values(&store), [10, 13]);
+        // Outside a group, writes commit alone again.
+        store.write(|db| insert(db, 14)).unwrap();
+        assert_eq!(values(&store), [10, 13, 14]);
+    }
+
+    #[test]
+    fn a_group_that_unwinds_keeps_nothing() {
+        let store = scratch();
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            store.batch(|| {
+                store.write(|db| insert(db, 20)).unwrap();
+                panic!("the group itself fails");
+            })
+        }));
+        assert!(r.is_err());
+        assert!(values(&store).is_empty());
+        store.write(|db| insert(db, 21)).unwrap();
+        assert_eq!(values(&store), [21]);
     }
 }

@@ -301,11 +301,23 @@ impl App {
         args: &Args<'_>,
     ) -> ToolResult {
         let mut svc = self.svc.write();
+        // A handler that panics may leave the cached state half-changed while the store
+        // rolls its transaction back: reload on the next call.
+        struct StaleOnUnwind<'a>(&'a mut MetaLearningService);
+        impl Drop for StaleOnUnwind<'_> {
+            fn drop(&mut self) {
+                if std::thread::panicking() {
+                    self.0.mark_stale();
+                }
+            }
+        }
+        let guard = StaleOnUnwind(&mut svc);
+        let svc: &mut MetaLearningService = guard.0;
         let result = self.store.write(|db| {
-            store::sync(db, &mut svc)?;
+            store::sync(db, svc)?;
             let out = {
                 let mut ctx = WriteCtx {
-                    svc: &mut svc,
+                    svc,
                     db,
                     now: now_us(),
                     db_path: &self.db_path,
@@ -326,6 +338,23 @@ impl App {
             svc.mark_stale();
         }
         result
+    }
+
+    /// Run `f`, which calls write tools, as one group commit ([`Store::batch`]): every call
+    /// keeps its own success or failure, and all their changes reach the disk in one commit.
+    ///
+    /// # Errors
+    /// `-32603` when the final commit fails; then none of `f`'s writes is kept (the cached
+    /// state is reloaded from the store on the next call) and every answer `f` produced must
+    /// be replaced by this error.
+    pub fn write_batch<T>(&self, f: impl FnOnce() -> T) -> Result<T, RpcError> {
+        self.store.batch(f).map_err(|e| {
+            self.svc.write().mark_stale();
+            tracing::error!(error = %e, "group commit failed");
+            RpcError::internal(format!(
+                "Internal error: the write could not be committed: {e}"
+            ))
+        })
     }
 }
 
