@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
+use std::io::{BufRead, Write};
 use tokio::sync::{mpsc, watch};
 use tracing::Instrument;
 
@@ -41,11 +41,15 @@ enum Line {
 
 /// Read one line of at most `cap` bytes. An over-long line is consumed in chunks and reported
 /// as [`Line::TooLarge`] with memory bounded by `cap` plus one buffer.
-async fn read_line<R: AsyncBufRead + Unpin>(reader: &mut R, cap: usize) -> std::io::Result<Line> {
+fn read_line<R: BufRead>(reader: &mut R, cap: usize) -> std::io::Result<Line> {
     let mut buf = Vec::new();
     let mut too_large = false;
     loop {
-        let chunk = reader.fill_buf().await?;
+        let chunk = match reader.fill_buf() {
+            Ok(c) => c,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
         if chunk.is_empty() {
             return Ok(if too_large {
                 Line::TooLarge
@@ -77,6 +81,47 @@ async fn read_line<R: AsyncBufRead + Unpin>(reader: &mut R, cap: usize) -> std::
             });
         }
     }
+}
+
+/// The reader thread: blocking reads of `reader`, one [`Line`] at a time into `lines`, until
+/// EOF, a read error (sent as `Err`) or the receiver is gone. A full channel blocks it, which
+/// is the back-pressure on a client that pipelines faster than we answer.
+///
+/// A thread of its own rather than tokio's stdin, which runs every read on the blocking pool:
+/// a blocking read here wakes as soon as the client writes, one thread hand-off less per
+/// request.
+fn reader_thread<R: BufRead>(mut reader: R, lines: mpsc::Sender<std::io::Result<Line>>) {
+    loop {
+        let line = read_line(&mut reader, MAX_LINE_BYTES);
+        let last = !matches!(line, Ok(Line::Data(_) | Line::TooLarge));
+        if lines.blocking_send(line).is_err() || last {
+            return;
+        }
+    }
+}
+
+/// The writer thread: every answer already queued goes out in one write and one flush. Under
+/// pipelining this saves a system call per answer; a lone answer is still written and flushed
+/// at once.
+fn writer_thread<W: Write>(mut writer: W, mut out: mpsc::Receiver<Vec<u8>>) -> std::io::Result<()> {
+    let mut batch = Vec::new();
+    while let Some(line) = out.blocking_recv() {
+        batch.clear();
+        batch.extend_from_slice(&line);
+        batch.push(b'\n');
+        while batch.len() < WRITE_BATCH_BYTES {
+            match out.try_recv() {
+                Ok(line) => {
+                    batch.extend_from_slice(&line);
+                    batch.push(b'\n');
+                }
+                Err(_) => break,
+            }
+        }
+        writer.write_all(&batch)?;
+        writer.flush()?;
+    }
+    writer.flush()
 }
 
 /// How a request is scheduled.
@@ -269,34 +314,19 @@ pub async fn run<R, W>(
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()>
 where
-    R: AsyncBufRead + Unpin,
-    W: AsyncWrite + Unpin + Send + 'static,
+    R: BufRead + Send + 'static,
+    W: Write + Send + 'static,
 {
-    let (out_tx, mut out_rx) = mpsc::channel::<Vec<u8>>(MAX_IN_FLIGHT);
-    let writer_task = tokio::spawn(async move {
-        let mut writer = writer;
-        let mut batch = Vec::new();
-        while let Some(line) = out_rx.recv().await {
-            // Every answer already queued goes out in one write and one flush: under
-            // pipelining this saves a system call (and, for stdout, a thread hand-off) per
-            // answer; a lone answer is still written and flushed at once.
-            batch.clear();
-            batch.extend_from_slice(&line);
-            batch.push(b'\n');
-            while batch.len() < WRITE_BATCH_BYTES {
-                match out_rx.try_recv() {
-                    Ok(line) => {
-                        batch.extend_from_slice(&line);
-                        batch.push(b'\n');
-                    }
-                    Err(_) => break,
-                }
-            }
-            writer.write_all(&batch).await?;
-            writer.flush().await?;
-        }
-        writer.flush().await
-    });
+    let (out_tx, out_rx) = mpsc::channel::<Vec<u8>>(MAX_IN_FLIGHT);
+    let writer_thread = std::thread::Builder::new()
+        .name("stdout-writer".into())
+        .spawn(move || writer_thread(writer, out_rx))?;
+    let (line_tx, mut lines) = mpsc::channel(64);
+    // Not joined: on a shutdown signal it may be blocked in a read that never returns, and it
+    // ends with the process.
+    std::thread::Builder::new()
+        .name("stdin-reader".into())
+        .spawn(move || reader_thread(reader, line_tx))?;
 
     let (write_tx, write_rx) = std::sync::mpsc::channel::<WriteJob>();
     {
@@ -306,7 +336,6 @@ where
             .spawn(move || write_executor(app, write_rx))?;
     }
 
-    let mut reader = reader;
     let mut seq = Sequencer::default();
     let limit = Arc::new(tokio::sync::Semaphore::new(MAX_IN_FLIGHT));
     let in_flight: Arc<parking_lot::Mutex<HashMap<String, Arc<AtomicBool>>>> = Arc::default();
@@ -318,7 +347,7 @@ where
                 tracing::info!("shutdown requested: finishing requests already read");
                 break;
             }
-            line = read_line(&mut reader, MAX_LINE_BYTES) => line,
+            line = lines.recv() => line.unwrap_or(Ok(Line::Eof)),
         };
         let bytes = match line {
             Ok(Line::Data(b)) => b,
@@ -439,9 +468,10 @@ where
     // request read has been answered.
     let _all = limit.acquire_many(MAX_IN_FLIGHT as u32).await;
     drop(out_tx);
-    writer_task
+    tokio::task::spawn_blocking(move || writer_thread.join())
         .await
-        .unwrap_or_else(|e| Err(std::io::Error::other(e)))
+        .map_err(std::io::Error::other)?
+        .unwrap_or_else(|_| Err(std::io::Error::other("the stdout writer panicked")))
 }
 
 /// The request id (as its JSON text) named by a `notifications/cancelled` line, if it is one.
@@ -602,9 +632,8 @@ fn handle_method(app: &App, id: &Id, method: &str, params: &Value) -> Result<Rep
 /// # Errors
 /// An I/O error writing stdout.
 pub async fn run_stdio(app: Arc<App>) -> std::io::Result<()> {
-    let stdin = tokio::io::BufReader::with_capacity(64 * 1024, tokio::io::stdin());
-    let stdout = tokio::io::stdout();
-    run(app, stdin, stdout, shutdown_signal())
+    let stdin = std::io::BufReader::with_capacity(64 * 1024, std::io::stdin());
+    run(app, stdin, std::io::stdout(), shutdown_signal())
         .instrument(tracing::info_span!("server"))
         .await
 }
@@ -687,18 +716,15 @@ mod tests {
         assert!(ready(&mut r4).await);
     }
 
-    #[tokio::test]
-    async fn long_lines_are_reported_without_keeping_them() {
+    #[test]
+    fn long_lines_are_reported_without_keeping_them() {
         let mut input: Vec<u8> = vec![b'x'; 100];
         input.push(b'\n');
         input.extend_from_slice(b"ok\nlast");
-        let mut r = tokio::io::BufReader::with_capacity(8, &input[..]);
-        assert!(matches!(
-            read_line(&mut r, 10).await.unwrap(),
-            Line::TooLarge
-        ));
-        assert!(matches!(read_line(&mut r, 10).await.unwrap(), Line::Data(d) if d == b"ok"));
-        assert!(matches!(read_line(&mut r, 10).await.unwrap(), Line::Data(d) if d == b"last"));
-        assert!(matches!(read_line(&mut r, 10).await.unwrap(), Line::Eof));
+        let mut r = std::io::BufReader::with_capacity(8, &input[..]);
+        assert!(matches!(read_line(&mut r, 10).unwrap(), Line::TooLarge));
+        assert!(matches!(read_line(&mut r, 10).unwrap(), Line::Data(d) if d == b"ok"));
+        assert!(matches!(read_line(&mut r, 10).unwrap(), Line::Data(d) if d == b"last"));
+        assert!(matches!(read_line(&mut r, 10).unwrap(), Line::Eof));
     }
 }
