@@ -379,10 +379,15 @@ pub fn query_events(db: &Db<'_>, q: &EventQuery) -> Result<(Vec<Event>, usize), 
     } else {
         format!("WHERE {}", clauses.join(" AND "))
     };
-    let total: i64 = db
-        .conn
-        .prepare_cached(&format!("SELECT count(*) FROM meta_events {filter}"))?
-        .query_row(rusqlite::params_from_iter(values.iter()), |r| r.get(0))?;
+    let total: i64 = if q.event_type.is_none() && q.domain.is_none() {
+        // Time filters only: the hourly counts give the total without counting every row
+        // (9 ms for 1,000,000 events otherwise).
+        count_events_between(db, q.start, q.end)? as i64
+    } else {
+        db.conn
+            .prepare_cached(&format!("SELECT count(*) FROM meta_events {filter}"))?
+            .query_row(rusqlite::params_from_iter(values.iter()), |r| r.get(0))?
+    };
     let mut stmt = db.conn.prepare_cached(&format!(
         "SELECT ts_us, event_type, domain, embedder_index, prediction_error, lambda_s_before,
                 lambda_s_after, accuracy_avg, escalated, detail
@@ -472,6 +477,67 @@ pub fn count_events_since(db: &Db<'_>, since: DateTime<Utc>) -> Result<usize, St
         .prepare_cached("SELECT count(*) FROM meta_events WHERE ts_us >= ?1 AND ts_us < ?2")?
         .query_row(params![since, (first_hour + 1) * HOUR_US], |r| r.get(0))?;
     Ok((whole + partial) as usize)
+}
+
+/// Number of events with `start <= timestamp <= end` (either bound optional), from the hourly
+/// counts plus a row count of at most the two partial hours at the edges.
+///
+/// # Errors
+/// [`StoreError::Sqlite`] on SQL failure.
+pub fn count_events_between(
+    db: &Db<'_>,
+    start: Option<DateTime<Utc>>,
+    end: Option<DateTime<Utc>>,
+) -> Result<usize, StoreError> {
+    let lo = start.map(to_us);
+    let hi = end.map(to_us);
+    let rows_between = |a: i64, b: i64| -> Result<i64, StoreError> {
+        Ok(db
+            .conn
+            .prepare_cached("SELECT count(*) FROM meta_events WHERE ts_us >= ?1 AND ts_us <= ?2")?
+            .query_row(params![a, b], |r| r.get(0))?)
+    };
+    let hours_between = |first: i64, last: i64| -> Result<i64, StoreError> {
+        if first > last {
+            return Ok(0);
+        }
+        Ok(db
+            .conn
+            .prepare_cached(
+                "SELECT total(n) FROM meta_event_hours WHERE hour >= ?1 AND hour <= ?2",
+            )?
+            .query_row([first, last], |r| r.get::<_, f64>(0))? as i64)
+    };
+    let (lo_hour, hi_hour) = (
+        lo.map(|t| t.div_euclid(HOUR_US)),
+        hi.map(|t| t.div_euclid(HOUR_US)),
+    );
+    if let (Some(l), Some(h)) = (lo, hi) {
+        if l > h {
+            return Ok(0);
+        }
+        if lo_hour == hi_hour {
+            return Ok(rows_between(l, h)? as usize);
+        }
+    }
+    // Partial first hour [lo, end of its hour], whole hours between, partial last hour.
+    let mut total = 0;
+    let first_whole = match (lo, lo_hour) {
+        (Some(l), Some(lh)) => {
+            total += rows_between(l, (lh + 1) * HOUR_US - 1)?;
+            lh + 1
+        }
+        _ => i64::MIN,
+    };
+    let last_whole = match (hi, hi_hour) {
+        (Some(h), Some(hh)) => {
+            total += rows_between(hh * HOUR_US, h)?;
+            hh - 1
+        }
+        _ => i64::MAX,
+    };
+    total += hours_between(first_whole, last_whole)?;
+    Ok(total as usize)
 }
 
 /// Delete events strictly older than `cutoff`; returns how many.
@@ -790,6 +856,55 @@ mod tests {
             })
             .unwrap();
         assert_eq!(emptied, 0, "the old columns are emptied");
+    }
+
+    #[test]
+    fn time_range_counts_agree_with_a_row_count() {
+        let store = Store::open(&DbPath::Memory).unwrap();
+        let base = DateTime::parse_from_rfc3339("2026-03-01T00:00:00Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        // Events every 13 minutes over 30 hours, some on exact hour edges, some doubled.
+        let events: Vec<Event> = (0..140)
+            .flat_map(|k| {
+                let t = base + chrono::Duration::minutes(13 * k);
+                std::iter::repeat_n(event_at(t), 1 + (k as usize % 2))
+            })
+            .collect();
+        store.write(|db| insert_events(db, &events)).unwrap();
+        let at = |m: i64| Some(base + chrono::Duration::minutes(m));
+        let edges = [
+            None,
+            at(-5),
+            at(0),
+            at(1),
+            at(59),
+            at(60),
+            at(65),
+            at(13 * 37),
+            at(600),
+            at(1819),
+            at(5000),
+        ];
+        store
+            .read(|db| {
+                for start in edges {
+                    for end in edges {
+                        let brute: i64 = db.conn.query_row(
+                            "SELECT count(*) FROM meta_events WHERE ts_us >= ?1 AND ts_us <= ?2",
+                            params![start.map_or(i64::MIN, to_us), end.map_or(i64::MAX, to_us)],
+                            |r| r.get(0),
+                        )?;
+                        assert_eq!(
+                            count_events_between(db, start, end)? as i64,
+                            brute,
+                            "{start:?}..={end:?}"
+                        );
+                    }
+                }
+                Ok::<_, StoreError>(())
+            })
+            .unwrap();
     }
 
     #[test]
