@@ -3,7 +3,10 @@
 //!
 //! ```text
 //! cargo build --release && cargo run --release --example loadgen -- [--quick]
+//! cargo build --release && cargo run --release --example loadgen -- --scale [--quick]
 //! ```
+//!
+//! `--scale` prints the scale curves instead (see [`scale`]).
 //!
 //! Scenarios: (a) pipelined read calls, (b) one-at-a-time read round trips, (c) durable writes,
 //! pipelined and one at a time, (d) every other listed write tool with its published example,
@@ -19,6 +22,8 @@ use chrono::Utc;
 use meta_utl_mcp::service::meta::{Domain, Event, EventType, Lambdas};
 use meta_utl_mcp::store::{DbPath, Store, meta as meta_store};
 use serde_json::{Value, json};
+
+mod scale;
 
 struct Proc {
     child: Child,
@@ -229,6 +234,10 @@ fn startup(db: &Path, runs: usize) -> Vec<Duration> {
 
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
+    if std::env::args().any(|a| a == "--scale") {
+        scale::run(quick);
+        return;
+    }
     let scale = if quick { 10 } else { 1 };
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("load.db");

@@ -1,0 +1,424 @@
+//! Scale curves: how each load scenario grows with stored data.
+//!
+//! `cargo run --release --example loadgen -- --scale [--quick]`
+//!
+//! Three families, each on a database file grown in steps (data written straight through the
+//! store API, which is what a long-running server accumulates), with a fresh release binary
+//! started on it at every step:
+//! - events: 10³…10⁶ meta-learning events — (a) pipelined status, (b) status round trip,
+//!   (c) durable `record_prediction` pipelined and one at a time, the log query with and
+//!   without filters, start-up, and the file size;
+//! - lessons: 10³…10⁵ — `check_strategy_blacklist` (exact hit, miss, `include_related`) and
+//!   durable `log_lesson_learned`;
+//! - vertices: 10³…10⁴ stored full fingerprints — (d) `gwt_compute_delta_sc` with two full
+//!   fingerprints (`persist: false`, so every call sees the same store).
+//!
+//! Seeded; `--quick` stops each family one step early and takes fewer samples.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use chrono::Utc;
+use meta_utl_mcp::service::delta_sc::{
+    EmbedderId, EmbedderKind, Fingerprint, FingerprintBuilder, SPARSE_VOCAB, VertexCache,
+};
+use meta_utl_mcp::service::lessons::{NewLesson, search_terms};
+use meta_utl_mcp::store::{DbPath, Store, StoreError, lessons as lesson_store, vertices};
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
+use serde_json::{Map, Value, json};
+use uuid::Uuid;
+
+use super::{Proc, call, percentile, pipelined, populate_events, startup};
+
+/// One measured point of a curve.
+struct Point {
+    size: usize,
+    cells: Vec<String>,
+}
+
+fn us(d: Duration) -> String {
+    format!("{:.0}", d.as_secs_f64() * 1e6)
+}
+
+/// p50 and p95 of `n` one-at-a-time calls of `line(i)`.
+fn round_trips(p: &mut Proc, n: usize, line: impl Fn(usize) -> String) -> (Duration, Duration) {
+    let mut lat: Vec<Duration> = (0..n).map(|i| p.round_trip(&line(i))).collect();
+    lat.sort();
+    (percentile(&lat, 0.5), percentile(&lat, 0.95))
+}
+
+fn file_mb(db: &Path) -> String {
+    let size: u64 = ["", "-wal"]
+        .iter()
+        .filter_map(|s| std::fs::metadata(format!("{}{s}", db.display())).ok())
+        .map(|m| m.len())
+        .sum();
+    format!("{:.1}", size as f64 / 1e6)
+}
+
+fn print_table(title: &str, size_name: &str, header: &[&str], points: &[Point]) {
+    println!("\n**{title}**\n");
+    println!("| {size_name} | {} |", header.join(" | "));
+    println!("|---:|{}", "---:|".repeat(header.len()));
+    for p in points {
+        println!("| {} | {} |", p.size, p.cells.join(" | "));
+    }
+}
+
+fn events(dir: &Path, quick: bool) {
+    let db = dir.join("events.db");
+    let sizes: &[usize] = if quick {
+        &[1_000, 10_000, 100_000]
+    } else {
+        &[1_000, 10_000, 100_000, 1_000_000]
+    };
+    let samples = if quick { 200 } else { 1_000 };
+    let mut stored = 0;
+    let mut points = Vec::new();
+    for &size in sizes {
+        populate_events(&db, size - stored);
+        stored = size;
+        let mut cells = Vec::new();
+        let mut p = Proc::start(&db);
+        let status = json!({"include_embedder_breakdown": true});
+        let reads = (0..10 * samples as u64)
+            .map(|i| call(i, "get_meta_learning_status", &status))
+            .collect();
+        cells.push(format!("{:.0}", pipelined(&mut p, reads)));
+        let (p50, p95) = round_trips(&mut p, samples, |i| {
+            call(i as u64, "get_meta_learning_status", &status)
+        });
+        cells.extend([us(p50), us(p95)]);
+        let filtered = json!({"event_type": "accuracy_alert", "domain": "code",
+            "start_time": (Utc::now() - chrono::Duration::days(30)).to_rfc3339(),
+            "limit": 100, "offset": 100});
+        let (p50, p95) = round_trips(&mut p, 200, |i| {
+            call(i as u64, "get_meta_learning_log", &filtered)
+        });
+        cells.extend([us(p50), us(p95)]);
+        let newest = json!({"limit": 100});
+        let (p50, p95) = round_trips(&mut p, 200, |i| {
+            call(i as u64, "get_meta_learning_log", &newest)
+        });
+        cells.extend([us(p50), us(p95)]);
+        // Writes last: each prediction adds about two events, which the next step counts in.
+        let writes = (0..5 * samples as u64)
+            .map(|i| {
+                call(
+                    i,
+                    "record_prediction",
+                    &json!({"embedder_index": i % 13,
+                    "predicted": 0.8, "actual": 0.55, "delta_s": 0.6, "delta_c": 0.3}),
+                )
+            })
+            .collect();
+        cells.push(format!("{:.0}", pipelined(&mut p, writes)));
+        let (p50, _) = round_trips(&mut p, samples, |i| {
+            call(
+                i as u64,
+                "record_prediction",
+                &json!({"embedder_index": i % 13,
+                "predicted": 0.7, "actual": 0.6}),
+            )
+        });
+        cells.push(us(p50));
+        cells.push(format!(
+            "{:.1}",
+            p.peak_rss_kib().unwrap_or(0) as f64 / 1024.0
+        ));
+        drop(p);
+        let mut start = startup(&db, 10);
+        start.sort();
+        cells.push(us(percentile(&start, 0.5)));
+        cells.push(file_mb(&db));
+        points.push(Point { size, cells });
+    }
+    print_table(
+        "Stored meta-learning events",
+        "events",
+        &[
+            "(a) status pipelined, calls/s",
+            "(b) status p50 µs",
+            "(b) p95 µs",
+            "log type+domain+time p50 µs",
+            "p95 µs",
+            "log newest 100 p50 µs",
+            "p95 µs",
+            "(c) record_prediction pipelined, calls/s",
+            "(c) one at a time p50 µs",
+            "peak RSS MB",
+            "start-up p50 µs",
+            "file MB",
+        ],
+        &points,
+    );
+}
+
+/// `len` words: 60 % from a small common vocabulary, 40 % from 5,000 rare words.
+fn words(rng: &mut StdRng, len: usize) -> String {
+    const COMMON: &[&str] = &[
+        "mock",
+        "the",
+        "database",
+        "cache",
+        "retry",
+        "network",
+        "call",
+        "rewrite",
+        "parser",
+        "vendor",
+        "dependency",
+        "pin",
+        "compiler",
+        "version",
+        "use",
+        "global",
+        "state",
+        "split",
+        "module",
+        "inline",
+        "function",
+        "add",
+        "index",
+        "on",
+        "task",
+        "batch",
+        "writes",
+        "lock",
+    ];
+    (0..len)
+        .map(|_| {
+            if rng.random_range(0..10) < 6 {
+                COMMON[rng.random_range(0..COMMON.len())].to_string()
+            } else {
+                format!("k{}", rng.random_range(0..5_000))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn populate_lessons(db: &Path, from: usize, to: usize, rng: &mut StdRng) {
+    let store = Store::open(&DbPath::File(db.to_path_buf())).unwrap();
+    let now = Utc::now();
+    store
+        .write(|db| -> Result<(), StoreError> {
+            for k in from..to {
+                let len = rng.random_range(4..12);
+                let strategy = format!("{} #{k}", words(rng, len));
+                let rca = words(rng, 20);
+                let task = format!("task-{}", k / 100);
+                let l = NewLesson::validate(&task, &strategy, &rca, "LOGIC_ERROR", "scale")
+                    .expect("valid lesson");
+                let terms = search_terms(&l.strategy_description, &l.rca_summary);
+                lesson_store::insert(db, &l, Uuid::from_u128(rng.random()), &terms, now)?;
+            }
+            Ok(())
+        })
+        .unwrap();
+}
+
+fn lessons(dir: &Path, quick: bool) {
+    let db = dir.join("lessons.db");
+    let sizes: &[usize] = if quick {
+        &[1_000, 10_000]
+    } else {
+        &[1_000, 10_000, 100_000]
+    };
+    let samples = if quick { 200 } else { 1_000 };
+    let mut rng = StdRng::seed_from_u64(0x5ca1e);
+    let mut stored = 0;
+    let mut points = Vec::new();
+    for &size in sizes {
+        populate_lessons(&db, stored, size, &mut rng);
+        stored = size;
+        let mut p = Proc::start(&db);
+        let mut cells = Vec::new();
+        // Task 0 holds lessons 0..100; lesson 7's strategy ends in "#7".
+        let hit = json!({"task_id": "task-0", "strategy": "anything #7"});
+        let miss = json!({"task_id": "task-0", "strategy": "an approach nobody has tried yet"});
+        let related = json!({"task_id": "task-0", "strategy": "retry the network call with a cache",
+                             "include_related": true});
+        for args in [&hit, &miss, &related] {
+            let (p50, p95) = round_trips(&mut p, samples, |i| {
+                call(i as u64, "check_strategy_blacklist", args)
+            });
+            cells.extend([us(p50), us(p95)]);
+        }
+        let logs = (0..samples as u64)
+            .map(|i| {
+                call(
+                    i,
+                    "log_lesson_learned",
+                    &json!({"task_id": format!("new-{size}"),
+                    "strategy_description": format!("a fresh strategy number {i}"),
+                    "rca_summary": "root cause: measured under load", "failure_type": "LOGIC_ERROR",
+                    "source_agent": "scale"}),
+                )
+            })
+            .collect();
+        cells.push(format!("{:.0}", pipelined(&mut p, logs)));
+        cells.push(format!(
+            "{:.1}",
+            p.peak_rss_kib().unwrap_or(0) as f64 / 1024.0
+        ));
+        cells.push(file_mb(&db));
+        drop(p);
+        points.push(Point { size, cells });
+    }
+    print_table(
+        "Stored lessons",
+        "lessons",
+        &[
+            "check (match) p50 µs",
+            "p95 µs",
+            "check (no match) p50 µs",
+            "p95 µs",
+            "check include_related p50 µs",
+            "p95 µs",
+            "log_lesson_learned pipelined, calls/s",
+            "peak RSS MB",
+            "file MB",
+        ],
+        &points,
+    );
+}
+
+/// A full fingerprint of random values: 7,424 dense floats, two sparse vectors of about 200
+/// terms, 32 E12 tokens.
+fn fingerprint(rng: &mut StdRng) -> Fingerprint {
+    let mut b = FingerprintBuilder::new();
+    for e in EmbedderId::ALL {
+        match e.kind() {
+            EmbedderKind::Dense { dim } => {
+                b.dense(
+                    e,
+                    (0..dim).map(|_| rng.random_range(-1.0f32..1.0)).collect(),
+                );
+            }
+            EmbedderKind::Sparse { .. } => {
+                let mut idx: Vec<u16> = (0..200)
+                    .map(|_| rng.random_range(0..SPARSE_VOCAB) as u16)
+                    .collect();
+                idx.sort_unstable();
+                idx.dedup();
+                let vals = idx.iter().map(|_| rng.random_range(0.0f32..1.0)).collect();
+                b.sparse(e, idx, vals);
+            }
+            EmbedderKind::Tokens { dim } => {
+                b.tokens(
+                    e,
+                    (0..32)
+                        .map(|_| (0..dim).map(|_| rng.random_range(-1.0f32..1.0)).collect())
+                        .collect(),
+                );
+            }
+        }
+    }
+    b.build().expect("valid")
+}
+
+/// The fingerprint as a tool argument, one field per embedder.
+fn fingerprint_json(fp: &Fingerprint) -> Value {
+    let mut m = Map::new();
+    for e in EmbedderId::ALL {
+        let v = match e.kind() {
+            EmbedderKind::Dense { .. } => json!(fp.dense(e).expect("dense")),
+            EmbedderKind::Sparse { .. } => {
+                let s = if e == EmbedderId::SparseLexical {
+                    &fp.e6_sparse
+                } else {
+                    &fp.e13_splade
+                };
+                json!({"indices": s.indices, "values": s.values})
+            }
+            EmbedderKind::Tokens { .. } => json!(fp.e12_late_interaction.tokens),
+        };
+        m.insert(e.field().into(), v);
+    }
+    Value::Object(m)
+}
+
+fn vertices(dir: &Path, quick: bool) {
+    let db = dir.join("vertices.db");
+    let sizes: &[usize] = if quick {
+        &[1_000, 3_000]
+    } else {
+        &[1_000, 3_000, 10_000]
+    };
+    let samples = if quick { 50 } else { 200 };
+    let mut rng = StdRng::seed_from_u64(42);
+    // A few full fingerprints stored under many ids, each with its own E1 row (the vector the
+    // nearest-neighbour scan reads), so building 10,000 stays quick.
+    let templates: Vec<Fingerprint> = (0..16).map(|_| fingerprint(&mut rng)).collect();
+    let args = json!({
+        "vertex_id": Uuid::from_u128(u128::MAX).to_string(),
+        "old_fingerprint": fingerprint_json(&fingerprint(&mut rng)),
+        "new_fingerprint": fingerprint_json(&fingerprint(&mut rng)),
+        "persist": false
+    });
+    let line = call(1, "gwt_compute_delta_sc", &args);
+    let mut stored = 0;
+    let mut points = Vec::new();
+    for &size in sizes {
+        {
+            let store = Store::open(&DbPath::File(db.clone())).unwrap();
+            let mut cache = VertexCache::default();
+            store
+                .write(|db| {
+                    for i in stored..size {
+                        let mut fp = templates[i % templates.len()].clone();
+                        fp.e1_semantic =
+                            (0..1024).map(|_| rng.random_range(-1.0f32..1.0)).collect();
+                        vertices::put_current(
+                            db,
+                            &mut cache,
+                            Uuid::from_u128(i as u128 + 1),
+                            &fp,
+                            Utc::now(),
+                        )?;
+                    }
+                    Ok::<(), StoreError>(())
+                })
+                .unwrap();
+        }
+        stored = size;
+        let mut p = Proc::start(&db);
+        p.round_trip(&line); // loads the vertex cache
+        let (p50, p95) = round_trips(&mut p, samples, |_| line.clone());
+        let cells = vec![
+            us(p50),
+            us(p95),
+            format!("{:.1}", p.peak_rss_kib().unwrap_or(0) as f64 / 1024.0),
+            file_mb(&db),
+        ];
+        drop(p);
+        points.push(Point { size, cells });
+    }
+    println!(
+        "\n(d) request: two full fingerprints, {} KB of JSON.",
+        line.len() / 1000
+    );
+    print_table(
+        "Stored vertices (full fingerprints)",
+        "vertices",
+        &[
+            "(d) gwt_compute_delta_sc p50 µs",
+            "p95 µs",
+            "peak RSS MB",
+            "file MB",
+        ],
+        &points,
+    );
+}
+
+/// Run every curve and print one Markdown table per family.
+pub fn run(quick: bool) {
+    let dir = tempfile::tempdir().unwrap();
+    let t = Instant::now();
+    events(dir.path(), quick);
+    lessons(dir.path(), quick);
+    vertices(dir.path(), quick);
+    eprintln!("scale curves took {:.0} s", t.elapsed().as_secs_f64());
+}
