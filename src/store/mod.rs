@@ -47,6 +47,7 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         sql: meta::MIGRATION_WINDOWS,
         data: Some(meta::split_windows),
     },
+    Migration::sql(atc::MIGRATION_DROP_TS_INDEX),
 ];
 
 /// One schema step: SQL, then optionally a data step in Rust (for conversions SQL cannot
