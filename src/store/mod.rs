@@ -48,6 +48,10 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         data: Some(meta::split_windows),
     },
     Migration::sql(atc::MIGRATION_DROP_TS_INDEX),
+    Migration {
+        sql: lessons::MIGRATION_SPANS,
+        data: Some(lessons::fill_strategy_spans),
+    },
 ];
 
 /// One schema step: SQL, then optionally a data step in Rust (for conversions SQL cannot

@@ -16,8 +16,8 @@ use super::{Annotations, Args, Handler, Outcome, ReadCtx, Tool, ToolError, ToolR
 use crate::service::lessons::{
     DEFAULT_ACTOR, DEFAULT_HISTORY_LIMIT, FailureType, FieldError, Lesson, LessonError,
     MAX_DESCRIPTION_CHARS, MAX_HISTORY_LIMIT, MAX_ID_CHARS, MAX_RATIONALE_CHARS, MAX_RCA_CHARS,
-    MAX_STRATEGY_CHARS, NewLesson, RELATED_LESSONS, best_match, check_text, normalise_strategy,
-    query_terms, search_terms,
+    MAX_STRATEGY_CHARS, NewLesson, RELATED_LESSONS, best_match_tokens, check_text,
+    normalise_strategy, query_terms, search_terms,
 };
 use crate::store::Db;
 use crate::store::directives::{self, Directive, InterventionType};
@@ -373,11 +373,15 @@ fn check_inner(db: &Db<'_>, args: &Args<'_>) -> ToolResult {
     }
     // Only the task's active strategies are read; the full lesson only for the match.
     let candidates = lesson_store::active_strategies(db, task_id)?;
-    let hit = best_match(&proposal, candidates.iter().map(|(_, s)| s.as_str()));
+    let tokenised = candidates
+        .iter()
+        .map(|c| Ok((c.normalised.as_str(), c.tokens()?)))
+        .collect::<Result<Vec<_>, crate::store::StoreError>>()?;
+    let hit = best_match_tokens(&proposal, tokenised);
     let mut out = match hit {
         None => json!({"blacklisted": false}),
         Some((i, matched)) => {
-            let lesson = lesson_store::get_by_seq(db, candidates[i].0)?.ok_or_else(|| {
+            let lesson = lesson_store::get_by_seq(db, candidates[i].seq)?.ok_or_else(|| {
                 ToolError::Internal("a matched lesson vanished inside its transaction".into())
             })?;
             json!({

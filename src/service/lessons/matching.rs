@@ -13,8 +13,6 @@
 //! Containment works on whole tokens, so the lesson `"use"` does not match inside `"reuse"`, and
 //! punctuation between words does not matter (`"cache, then retry"` contains `"cache then"`).
 
-use std::collections::HashMap;
-
 use super::text::word_tokens;
 
 /// Minimum Sørensen–Dice coefficient for a `similar` match (SPEC §4 lessons: "similarity ≥ 0.8").
@@ -77,17 +75,22 @@ pub fn dice_coefficient(a: &[&str], b: &[&str]) -> f64 {
     if total == 0 {
         return 0.0;
     }
-    let mut counts: HashMap<&str, usize> = HashMap::with_capacity(a.len());
-    for t in a {
-        *counts.entry(t).or_default() += 1;
-    }
-    let mut common = 0usize;
-    for t in b {
-        if let Some(n) = counts.get_mut(t)
-            && *n > 0
-        {
-            *n -= 1;
-            common += 1;
+    // |A ∩ B| as multisets: merge the two sorted token lists (cheaper than hashing for the
+    // few tokens of a strategy).
+    let mut a = a.to_vec();
+    let mut b = b.to_vec();
+    a.sort_unstable();
+    b.sort_unstable();
+    let (mut i, mut j, mut common) = (0usize, 0usize, 0usize);
+    while i < a.len() && j < b.len() {
+        match a[i].cmp(b[j]) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                common += 1;
+                i += 1;
+                j += 1;
+            }
         }
     }
     // Both operands are small exact integers, so the quotient is correctly rounded: a ratio equal
@@ -109,11 +112,16 @@ fn contains_run(haystack: &[&str], needle: &[&str]) -> bool {
 /// Returns `None` when there is no match, and always `None` when either side is empty (an empty
 /// proposal is never blacklisted). See the module table for the order and the scores.
 pub fn match_strategy(proposal: &str, lesson: &str) -> Option<StrategyMatch> {
-    match_prepared(proposal, &word_tokens(proposal), lesson)
+    match_prepared(
+        proposal,
+        &word_tokens(proposal),
+        lesson,
+        &word_tokens(lesson),
+    )
 }
 
-/// [`match_strategy`] with the proposal's tokens computed once by the caller.
-fn match_prepared(proposal: &str, p: &[&str], lesson: &str) -> Option<StrategyMatch> {
+/// [`match_strategy`] with both sides' tokens ([`word_tokens`]) computed by the caller.
+fn match_prepared(proposal: &str, p: &[&str], lesson: &str, l: &[&str]) -> Option<StrategyMatch> {
     if proposal.is_empty() || lesson.is_empty() {
         return None;
     }
@@ -123,20 +131,19 @@ fn match_prepared(proposal: &str, p: &[&str], lesson: &str) -> Option<StrategyMa
             score: 1.0,
         });
     }
-    let l = word_tokens(lesson);
-    if contains_run(p, &l) {
+    if contains_run(p, l) {
         return Some(StrategyMatch {
             match_type: MatchType::Contains,
             score: l.len() as f64 / p.len() as f64,
         });
     }
-    if contains_run(&l, p) {
+    if contains_run(l, p) {
         return Some(StrategyMatch {
             match_type: MatchType::ContainedIn,
             score: p.len() as f64 / l.len() as f64,
         });
     }
-    let dice = dice_coefficient(p, &l);
+    let dice = dice_coefficient(p, l);
     (dice >= SIMILARITY_THRESHOLD).then_some(StrategyMatch {
         match_type: MatchType::Similar,
         score: dice,
@@ -152,13 +159,23 @@ pub fn best_match<'a, I>(proposal: &str, lessons: I) -> Option<(usize, StrategyM
 where
     I: IntoIterator<Item = &'a str>,
 {
+    best_match_tokens(proposal, lessons.into_iter().map(|l| (l, word_tokens(l))))
+}
+
+/// [`best_match`] over lessons given with their tokens (`(normalised strategy,
+/// word_tokens(strategy))`, e.g. kept by the store), so that no stored strategy is segmented
+/// again.
+pub fn best_match_tokens<'a, I>(proposal: &str, lessons: I) -> Option<(usize, StrategyMatch)>
+where
+    I: IntoIterator<Item = (&'a str, Vec<&'a str>)>,
+{
     if proposal.is_empty() {
         return None;
     }
     let p = word_tokens(proposal);
     let mut best: Option<(usize, StrategyMatch)> = None;
-    for (i, lesson) in lessons.into_iter().enumerate() {
-        let Some(m) = match_prepared(proposal, &p, lesson) else {
+    for (i, (lesson, l)) in lessons.into_iter().enumerate() {
+        let Some(m) = match_prepared(proposal, &p, lesson, &l) else {
             continue;
         };
         let better = match &best {

@@ -14,8 +14,10 @@ use chrono::{DateTime, Utc};
 use thiserror::Error;
 use uuid::Uuid;
 
-pub use matching::{MatchType, SIMILARITY_THRESHOLD, StrategyMatch, best_match, match_strategy};
-pub use text::{FieldError, check_text, fold_text, normalise_strategy};
+pub use matching::{
+    MatchType, SIMILARITY_THRESHOLD, StrategyMatch, best_match, best_match_tokens, match_strategy,
+};
+pub use text::{FieldError, check_text, fold_text, normalise_strategy, word_spans};
 
 /// Maximum characters of `strategy_description` / `strategy` (issue 7).
 pub const MAX_STRATEGY_CHARS: usize = 4096;
