@@ -17,7 +17,7 @@ use std::hint::black_box;
 
 use chrono::Utc;
 use meta_utl_mcp::service::delta_sc::{
-    EmbedderId, EmbedderKind, Fingerprint, FingerprintBuilder, SPARSE_VOCAB, VertexCache,
+    E1Index, EmbedderId, EmbedderKind, Fingerprint, FingerprintBuilder, SPARSE_VOCAB, VertexCache,
 };
 use meta_utl_mcp::store::{DbPath, Store, StoreError, vertices};
 use meta_utl_mcp::tools::App;
@@ -108,8 +108,38 @@ fn run_calls(app: &App, lines: &[String]) -> usize {
     bytes
 }
 
+/// `scan N`: time the E1 k-NN scan alone over `N` random rows (200 queries; p50 and p95).
+fn scan(n: usize) {
+    let mut rng = StdRng::seed_from_u64(7);
+    let mut index = E1Index::new();
+    let mut row = || -> Vec<f32> { (0..1024).map(|_| rng.random_range(-1.0f32..1.0)).collect() };
+    for i in 0..n {
+        index
+            .upsert(Uuid::from_u128(i as u128 + 1), &row())
+            .expect("row");
+    }
+    let queries: Vec<Vec<f32>> = (0..200).map(|_| row()).collect();
+    let mut times: Vec<u128> = queries
+        .iter()
+        .map(|q| {
+            let t = std::time::Instant::now();
+            black_box(index.nearest(q, 20, None));
+            t.elapsed().as_micros()
+        })
+        .collect();
+    times.sort_unstable();
+    eprintln!(
+        "E1 scan over {n} rows: p50 {} µs, p95 {} µs (200 queries)",
+        times[99], times[189]
+    );
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
+    if args.get(1).is_some_and(|a| a == "scan") {
+        scan(args.get(2).map_or(10_000, |s| s.parse().expect("N")));
+        return;
+    }
     let n: usize = args.get(1).map_or(10_000, |s| s.parse().expect("N"));
     let calls: usize = args.get(2).map_or(20, |s| s.parse().expect("CALLS"));
     let persist = args.get(3).is_some_and(|s| s == "persist");
@@ -135,6 +165,11 @@ fn main() {
         })
         .collect();
     let app = app_with(n, &mut rng);
+    let started = std::time::Instant::now();
     let bytes = run_calls(&app, &lines);
-    eprintln!("{calls} calls over {n} vertices (persist: {persist}), {bytes} response bytes");
+    eprintln!(
+        "{calls} calls over {n} vertices (persist: {persist}), {bytes} response bytes, \
+         {} µs per call",
+        started.elapsed().as_micros() / calls as u128
+    );
 }
