@@ -99,17 +99,23 @@ impl Reader<'_> {
         Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
     }
 
+    // `as_chunks` gives fixed-size arrays, so each conversion compiles to plain (vector) loads
+    // instead of per-element bounds-checked byte gathering.
     fn f32s(&mut self, n: usize) -> Result<Vec<f32>, StoreError> {
         let b = self.take(n.checked_mul(4).ok_or_else(too_long)?)?;
-        Ok(b.chunks_exact(4)
-            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        Ok(b.as_chunks::<4>()
+            .0
+            .iter()
+            .map(|c| f32::from_le_bytes(*c))
             .collect())
     }
 
     fn u16s(&mut self, n: usize) -> Result<Vec<u16>, StoreError> {
         let b = self.take(n.checked_mul(2).ok_or_else(too_long)?)?;
-        Ok(b.chunks_exact(2)
-            .map(|c| u16::from_le_bytes([c[0], c[1]]))
+        Ok(b.as_chunks::<2>()
+            .0
+            .iter()
+            .map(|c| u16::from_le_bytes(*c))
             .collect())
     }
 }
@@ -145,8 +151,12 @@ pub fn decode_fingerprint(bytes: &[u8]) -> Result<Fingerprint, StoreError> {
             }
             EmbedderKind::Tokens { dim } => {
                 let n = r.u32()?;
-                let flat = r.f32s(n.checked_mul(dim).ok_or_else(too_long)?)?;
-                b.tokens(e, flat.chunks_exact(dim).map(<[f32]>::to_vec).collect());
+                // Take all n tokens' bytes first, so that a damaged count fails as truncated
+                // before anything is allocated for it.
+                let mut t = Reader {
+                    bytes: r.take(n.checked_mul(dim * 4).ok_or_else(too_long)?)?,
+                };
+                b.tokens(e, (0..n).map(|_| t.f32s(dim)).collect::<Result<_, _>>()?);
             }
         }
     }
@@ -311,8 +321,11 @@ pub fn load_current(db: &Db<'_>, id: Uuid) -> Result<Option<Fingerprint>, StoreE
     let mut stmt = db
         .conn
         .prepare_cached("SELECT fingerprint FROM vertices WHERE id = ?1")?;
-    let blob: Option<Vec<u8>> = stmt.query_row([id.to_string()], |r| r.get(0)).optional()?;
-    blob.map(|b| decode_fingerprint(&b)).transpose()
+    let mut rows = stmt.query([id.to_string()])?;
+    // Decoded straight from SQLite's buffer, without copying the blob first.
+    rows.next()?
+        .map(|row| decode_fingerprint(row.get_ref(0)?.as_blob().map_err(sql_type)?))
+        .transpose()
 }
 
 /// One persisted update.

@@ -457,12 +457,22 @@ impl Fingerprint {
     }
 }
 
-fn check_finite(field: &'static str, values: &[f32], prefix: &str) -> Result<(), FingerprintError> {
+/// `Ok` when every value is finite; otherwise the first non-finite one, located as
+/// `{prefix}[i]`. The prefix is only built for an error, and the common all-finite case is one
+/// branch-free (vectorised) pass.
+fn check_finite(
+    field: &'static str,
+    values: &[f32],
+    prefix: impl FnOnce() -> String,
+) -> Result<(), FingerprintError> {
+    if values.iter().fold(true, |ok, v| ok & v.is_finite()) {
+        return Ok(());
+    }
     match values.iter().position(|v| !v.is_finite()) {
         None => Ok(()),
         Some(i) => Err(FingerprintError::NonFinite {
             field,
-            location: format!("{prefix}[{i}]"),
+            location: format!("{}[{i}]", prefix()),
             value: values[i],
         }),
     }
@@ -483,7 +493,7 @@ pub fn validate_value(e: EmbedderId, value: EmbedderRef<'_>) -> Result<(), Finge
                     got: v.len(),
                 });
             }
-            check_finite(field, v, "values")?;
+            check_finite(field, v, || "values".to_string())?;
             if e.needs_direction() && v.iter().all(|x| *x == 0.0) {
                 return Err(FingerprintError::ZeroVector {
                     field,
@@ -528,7 +538,7 @@ pub fn validate_value(e: EmbedderId, value: EmbedderRef<'_>) -> Result<(), Finge
                     });
                 }
             }
-            check_finite(field, &s.values, "values")?;
+            check_finite(field, &s.values, || "values".to_string())?;
             if let Some(position) = s.values.iter().position(|v| *v < 0.0) {
                 return Err(FingerprintError::SparseNegative {
                     field,
@@ -551,7 +561,7 @@ pub fn validate_value(e: EmbedderId, value: EmbedderRef<'_>) -> Result<(), Finge
                         got: v.len(),
                     });
                 }
-                check_finite(field, v, &format!("tokens[{token}]"))?;
+                check_finite(field, v, || format!("tokens[{token}]"))?;
                 if v.iter().all(|x| *x == 0.0) {
                     return Err(FingerprintError::ZeroVector {
                         field,
