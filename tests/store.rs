@@ -231,10 +231,19 @@ fn old_events_are_deleted_at_start_up_and_nothing_else() {
     let db = s.db.clone();
     let dir = s.kill();
     {
+        // Age two events by 100 days, moving them between the hourly counts the store keeps
+        // beside the log as it would have counted them.
         let conn = rusqlite::Connection::open(&db).unwrap();
         let old_us = (chrono::Utc::now() - chrono::Duration::days(100)).timestamp_micros();
-        conn.execute("UPDATE meta_events SET ts_us = ?1 WHERE id <= 2", [old_us])
-            .unwrap();
+        let hour_us: i64 = 3_600_000_000;
+        conn.execute_batch(&format!(
+            "UPDATE meta_event_hours SET n = n - (SELECT count(*) FROM meta_events
+                 WHERE id <= 2 AND ts_us / {hour_us} = hour)
+             WHERE hour IN (SELECT ts_us / {hour_us} FROM meta_events WHERE id <= 2);
+             UPDATE meta_events SET ts_us = {old_us} WHERE id <= 2;
+             INSERT INTO meta_event_hours (hour, n) VALUES ({old_us} / {hour_us}, 2);"
+        ))
+        .unwrap();
     }
     let mut s = Server::start_at(&db, &["--event-retention-days", "90"]);
     let log = s.tool_ok("get_meta_learning_log", json!({}));
