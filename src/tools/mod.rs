@@ -348,13 +348,18 @@ impl App {
     /// state is reloaded from the store on the next call) and every answer `f` produced must
     /// be replaced by this error.
     pub fn write_batch<T>(&self, f: impl FnOnce() -> T) -> Result<T, RpcError> {
-        self.store.batch(f).map_err(|e| {
-            self.svc.write().mark_stale();
-            tracing::error!(error = %e, "group commit failed");
-            RpcError::internal(format!(
-                "Internal error: the write could not be committed: {e}"
-            ))
-        })
+        // The server's runs catch their own panics; this catch keeps the write executor alive,
+        // and every write of the group answered, should the group itself ever unwind.
+        let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.store.batch(f)));
+        let failure = match out {
+            Ok(Ok(v)) => return Ok(v),
+            Ok(Err(e)) => format!("Internal error: the write could not be committed: {e}"),
+            Err(_) => "Internal error: the write could not be committed".to_string(),
+        };
+        // Nothing of the group is kept: reload the cached state on the next call.
+        self.svc.write().mark_stale();
+        tracing::error!(error = %failure, "group commit failed");
+        Err(RpcError::internal(failure))
     }
 }
 
@@ -379,6 +384,32 @@ fn to_rpc(tool: &str, e: ToolError) -> RpcError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_group_commit_that_unwinds_keeps_nothing_and_the_app_recovers() {
+        let app = App::new(Store::open(&store::DbPath::Memory).unwrap()).unwrap();
+        let args = json!({"embedder_index": 3, "predicted": 0.9, "actual": 0.2});
+        let count = |app: &App| {
+            app.call_tool("get_meta_learning_status", &json!({}))
+                .unwrap()["structuredContent"]["interaction_count"]
+                .as_u64()
+                .unwrap()
+        };
+        let failed = app.write_batch(|| {
+            app.call("record_prediction", &args).unwrap();
+            assert_eq!(count(&app), 1, "the group sees its own write");
+            panic!("the group unwinds after a successful write");
+        });
+        let failed: Result<(), RpcError> = failed;
+        assert_eq!(failed.unwrap_err().code, -32603);
+        assert_eq!(
+            count(&app),
+            0,
+            "the write was rolled back and the cache reloaded"
+        );
+        app.call("record_prediction", &args).unwrap();
+        assert_eq!(count(&app), 1);
+    }
 
     #[test]
     fn names_are_unique_and_claude_desktop_safe() {
