@@ -139,6 +139,22 @@ impl<W: Write> Output<W> {
         }
         let _ = self.queue.send(line).await;
     }
+
+    /// [`Output::send`] for a thread outside the async runtime (the write executor); with
+    /// `direct` false the answer is always queued.
+    fn send_blocking(&self, mut line: Vec<u8>, direct: bool) {
+        if direct
+            && self.queue.capacity() == self.queue.max_capacity()
+            && let Some(mut w) = self.writer.try_lock()
+        {
+            line.push(b'\n');
+            if w.write_all(&line).and_then(|()| w.flush()).is_ok() {
+                return;
+            }
+            line.pop();
+        }
+        let _ = self.queue.blocking_send(line);
+    }
 }
 
 /// The writer thread: see [`Output`].
@@ -304,7 +320,12 @@ const MAX_GROUP_COMMIT: usize = 64;
 struct WriteJob {
     run: Box<dyn FnOnce() -> Option<Vec<u8>> + Send>,
     id: Id,
-    reply: tokio::sync::oneshot::Sender<Option<Vec<u8>>>,
+    /// Sends the answer (from the executor thread, so that the request's task need not wake
+    /// up first: one thread hand-off less on a write's round trip); `true` lets it write to
+    /// stdout itself, `false` queues it for the writer thread's batches.
+    deliver: Box<dyn FnOnce(Option<Vec<u8>>, bool) + Send>,
+    /// Signalled once the answer is delivered.
+    delivered: tokio::sync::oneshot::Sender<()>,
 }
 
 /// The write executor: one thread that runs queued writes in order, taking every write already
@@ -326,20 +347,22 @@ fn write_executor(app: Arc<App>, jobs: std::sync::mpsc::Receiver<WriteJob>) {
         let mut waiting = Vec::with_capacity(group.len());
         for job in group {
             runs.push(job.run);
-            waiting.push((job.id, job.reply));
+            waiting.push((job.id, job.deliver, job.delivered));
         }
         let answers = app.write_batch(|| runs.into_iter().map(|run| run()).collect::<Vec<_>>());
-        match answers {
-            Ok(answers) => {
-                for ((_, reply), answer) in waiting.into_iter().zip(answers) {
-                    let _ = reply.send(answer);
-                }
-            }
-            Err(e) => {
-                for (id, reply) in waiting {
-                    let _ = reply.send(Some(encode(&jsonrpc::failure(&id, &e))));
-                }
-            }
+        let answers: Vec<Option<Vec<u8>>> = match answers {
+            Ok(answers) => answers,
+            Err(e) => waiting
+                .iter()
+                .map(|(id, _, _)| Some(encode(&jsonrpc::failure(id, &e))))
+                .collect(),
+        };
+        // A lone write's answer goes straight out; a group's answers go to the writer thread,
+        // which writes them in one system call while the executor takes the next group.
+        let alone = waiting.len() == 1;
+        for ((_, deliver, delivered), answer) in waiting.into_iter().zip(answers) {
+            deliver(answer, alone);
+            let _ = delivered.send(());
         }
     }
 }
@@ -483,19 +506,27 @@ where
                 // run) and are committed in groups: they go to the write executor's thread.
                 // Reads and protocol requests are short and run on the worker.
                 if access == Access::Write {
-                    let (reply, answer) = tokio::sync::oneshot::channel();
+                    let (delivered, delivery) = tokio::sync::oneshot::channel();
+                    let (out, cancelled) = (out.clone(), cancelled.clone());
                     let job = WriteJob {
                         run: Box::new(run),
                         id: single_id.clone().unwrap_or(Id::Null),
-                        reply,
+                        deliver: Box::new(move |answer, direct| {
+                            if let Some(answer) = answer
+                                && !cancelled.load(Ordering::SeqCst)
+                            {
+                                out.send_blocking(answer, direct);
+                            }
+                        }),
+                        delivered,
                     };
                     let sent = write_tx.send(job).is_ok();
                     admission.queued();
                     if sent {
-                        answer.await.unwrap_or(None)
-                    } else {
-                        None
+                        let _ = delivery.await;
                     }
+                    // Answered by the executor.
+                    None
                 } else {
                     run()
                 }
