@@ -466,17 +466,7 @@ const HOUR_US: i64 = 3_600_000_000;
 /// # Errors
 /// [`StoreError::Sqlite`] on SQL failure.
 pub fn count_events_since(db: &Db<'_>, since: DateTime<Utc>) -> Result<usize, StoreError> {
-    let since = to_us(since);
-    let first_hour = since.div_euclid(HOUR_US);
-    let whole: i64 = db
-        .conn
-        .prepare_cached("SELECT total(n) FROM meta_event_hours WHERE hour > ?1")?
-        .query_row([first_hour], |r| r.get::<_, f64>(0))? as i64;
-    let partial: i64 = db
-        .conn
-        .prepare_cached("SELECT count(*) FROM meta_events WHERE ts_us >= ?1 AND ts_us < ?2")?
-        .query_row(params![since, (first_hour + 1) * HOUR_US], |r| r.get(0))?;
-    Ok((whole + partial) as usize)
+    count_events_between(db, Some(since), None)
 }
 
 /// Number of events with `start <= timestamp <= end` (either bound optional), from the hourly
