@@ -124,36 +124,41 @@ impl<W> Clone for Output<W> {
 }
 
 impl<W: Write> Output<W> {
-    /// Send one answer line (without its newline). Waits while [`MAX_IN_FLIGHT`] answers are
-    /// queued: a client that does not read its answers slows us down instead of filling memory.
-    async fn send(&self, mut line: Vec<u8>) {
+    /// Write and flush `line` (without its newline) at once if nothing is queued and the output
+    /// is free; otherwise (or on an I/O error, which the writer thread will meet and report)
+    /// hand the line back for the queue.
+    fn write_now(&self, mut line: Vec<u8>) -> Result<(), Vec<u8>> {
         if self.queue.capacity() == self.queue.max_capacity()
             && let Some(mut w) = self.writer.try_lock()
         {
             line.push(b'\n');
             if w.write_all(&line).and_then(|()| w.flush()).is_ok() {
-                return;
+                return Ok(());
             }
-            // The writer thread meets the same error and reports it.
             line.pop();
         }
-        let _ = self.queue.send(line).await;
+        Err(line)
+    }
+
+    /// Send one answer line (without its newline). Waits while [`MAX_IN_FLIGHT`] answers are
+    /// queued: a client that does not read its answers slows us down instead of filling memory.
+    async fn send(&self, line: Vec<u8>) {
+        if let Err(line) = self.write_now(line) {
+            let _ = self.queue.send(line).await;
+        }
     }
 
     /// [`Output::send`] for a thread outside the async runtime (the write executor); with
     /// `direct` false the answer is always queued.
-    fn send_blocking(&self, mut line: Vec<u8>, direct: bool) {
-        if direct
-            && self.queue.capacity() == self.queue.max_capacity()
-            && let Some(mut w) = self.writer.try_lock()
-        {
-            line.push(b'\n');
-            if w.write_all(&line).and_then(|()| w.flush()).is_ok() {
-                return;
-            }
-            line.pop();
+    fn send_blocking(&self, line: Vec<u8>, direct: bool) {
+        let queued = if direct {
+            self.write_now(line)
+        } else {
+            Err(line)
+        };
+        if let Err(line) = queued {
+            let _ = self.queue.blocking_send(line);
         }
-        let _ = self.queue.blocking_send(line);
     }
 }
 
