@@ -196,21 +196,23 @@ pub fn normalise_strategy(text: &str) -> String {
 /// has no dictionary), a Katakana run stays together, and an emoji (including ZWJ sequences and
 /// skin-tone modifiers) is one token. Punctuation and whitespace only separate tokens.
 pub fn word_tokens(normalised: &str) -> Vec<&str> {
-    word_spans(normalised)
-        .into_iter()
-        .map(|(start, end)| &normalised[start..end])
-        .collect()
+    words(normalised).map(|(_, w)| w).collect()
 }
 
 /// The byte ranges `(start, end)` of [`word_tokens`] in `normalised`, in order: what the lesson
 /// store keeps beside each strategy so that a blacklist check does not segment every stored
 /// strategy again.
 pub fn word_spans(normalised: &str) -> Vec<(usize, usize)> {
+    words(normalised)
+        .map(|(start, w)| (start, start + w.len()))
+        .collect()
+}
+
+/// The tokens of [`word_tokens`] with their byte offsets.
+fn words(normalised: &str) -> impl Iterator<Item = (usize, &str)> {
     normalised
         .split_word_bound_indices()
         .filter(|(_, w)| w.chars().any(|c| !c.is_whitespace() && !is_punctuation(c)))
-        .map(|(start, w)| (start, start + w.len()))
-        .collect()
 }
 
 #[cfg(test)]
