@@ -8,119 +8,36 @@
 //!
 //! `cargo bench --bench delta_sc`
 
+#[path = "support/mod.rs"]
+mod support;
+
 use std::hint::black_box;
 use std::time::Instant;
 
-use chrono::Utc;
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use meta_utl_mcp::service::delta_sc::{
-    E1Index, EmbedderId, EmbedderKind, Fingerprint, FingerprintBuilder, SPARSE_VOCAB, VertexCache,
-};
-use meta_utl_mcp::store::{DbPath, Store, StoreError, vertices};
+use meta_utl_mcp::service::delta_sc::{E1Index, Fingerprint};
+use meta_utl_mcp::store::{DbPath, Store};
 use meta_utl_mcp::tools::App;
 use rand::{RngExt, SeedableRng, rngs::StdRng};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use uuid::Uuid;
-
-fn fingerprint(rng: &mut StdRng) -> Fingerprint {
-    let mut b = FingerprintBuilder::new();
-    for e in EmbedderId::ALL {
-        match e.kind() {
-            EmbedderKind::Dense { dim } => {
-                b.dense(
-                    e,
-                    (0..dim).map(|_| rng.random_range(-1.0f32..1.0)).collect(),
-                );
-            }
-            EmbedderKind::Sparse { .. } => {
-                let mut idx: Vec<u16> = (0..200)
-                    .map(|_| rng.random_range(0..SPARSE_VOCAB) as u16)
-                    .collect();
-                idx.sort_unstable();
-                idx.dedup();
-                let vals = idx.iter().map(|_| rng.random_range(0.0f32..1.0)).collect();
-                b.sparse(e, idx, vals);
-            }
-            EmbedderKind::Tokens { dim } => {
-                b.tokens(
-                    e,
-                    (0..32)
-                        .map(|_| (0..dim).map(|_| rng.random_range(-1.0f32..1.0)).collect())
-                        .collect(),
-                );
-            }
-        }
-    }
-    b.build().expect("valid")
-}
-
-fn to_json(fp: &Fingerprint) -> Value {
-    let mut m = Map::new();
-    m.insert("e1_semantic".into(), json!(fp.e1_semantic));
-    m.insert("e2_temporal_recent".into(), json!(fp.e2_temporal_recent));
-    m.insert(
-        "e3_temporal_periodic".into(),
-        json!(fp.e3_temporal_periodic),
-    );
-    m.insert(
-        "e4_temporal_positional".into(),
-        json!(fp.e4_temporal_positional),
-    );
-    m.insert("e5_causal".into(), json!(fp.e5_causal));
-    m.insert(
-        "e6_sparse".into(),
-        json!({"indices": fp.e6_sparse.indices, "values": fp.e6_sparse.values}),
-    );
-    m.insert("e7_code".into(), json!(fp.e7_code));
-    m.insert("e8_graph".into(), json!(fp.e8_graph));
-    m.insert("e9_hdc".into(), json!(fp.e9_hdc));
-    m.insert("e10_multimodal".into(), json!(fp.e10_multimodal));
-    m.insert("e11_entity".into(), json!(fp.e11_entity));
-    m.insert(
-        "e12_late_interaction".into(),
-        json!(fp.e12_late_interaction.tokens),
-    );
-    m.insert(
-        "e13_splade".into(),
-        json!({"indices": fp.e13_splade.indices, "values": fp.e13_splade.values}),
-    );
-    Value::Object(m)
-}
 
 /// An app over an in-memory store holding `n` vertices (current fingerprints only).
 fn app_with(n: usize, rng: &mut StdRng) -> App {
     let store = Store::open(&DbPath::Memory).expect("store");
-    // A few distinct full fingerprints, each stored under many ids with its own E1 row, so the
-    // index is realistic while building the store stays quick.
-    let templates: Vec<Fingerprint> = (0..16).map(|_| fingerprint(rng)).collect();
-    let mut cache = VertexCache::default();
-    store
-        .write(|db| {
-            for i in 0..n {
-                let mut fp = templates[i % templates.len()].clone();
-                fp.e1_semantic = (0..1024).map(|_| rng.random_range(-1.0f32..1.0)).collect();
-                vertices::put_current(
-                    db,
-                    &mut cache,
-                    Uuid::from_u128(i as u128 + 1),
-                    &fp,
-                    Utc::now(),
-                )?;
-            }
-            Ok::<(), StoreError>(())
-        })
-        .expect("populate");
+    let templates: Vec<Fingerprint> = (0..16).map(|_| support::fingerprint(rng)).collect();
+    support::put_vertices(&store, 0..n, &templates, rng);
     App::new(store).expect("app")
 }
 
 fn bench(c: &mut Criterion) {
     let mut rng = StdRng::seed_from_u64(42);
-    let old = fingerprint(&mut rng);
-    let new = fingerprint(&mut rng);
+    let old = support::fingerprint(&mut rng);
+    let new = support::fingerprint(&mut rng);
     let args = json!({
         "vertex_id": Uuid::from_u128(u128::MAX).to_string(),
-        "old_fingerprint": to_json(&old),
-        "new_fingerprint": to_json(&new),
+        "old_fingerprint": support::fingerprint_json(&old),
+        "new_fingerprint": support::fingerprint_json(&new),
         "persist": false
     });
     let line = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",

@@ -11,87 +11,24 @@
 //!
 //! Arguments: `N` (default 10000), `CALLS` (default 20), and `persist` to persist every call
 //! (each call then updates the same vertex, so after ten calls it has ten stored versions);
-//! otherwise `persist: false`. The fingerprints are those of `benches/delta_sc.rs` (seeded).
+//! otherwise `persist: false`. The fingerprints come from `benches/support` (seeded).
+
+#[path = "../benches/support/mod.rs"]
+mod support;
 
 use std::hint::black_box;
 
-use chrono::Utc;
-use meta_utl_mcp::service::delta_sc::{
-    E1Index, EmbedderId, EmbedderKind, Fingerprint, FingerprintBuilder, SPARSE_VOCAB, VertexCache,
-};
-use meta_utl_mcp::store::{DbPath, Store, StoreError, vertices};
+use meta_utl_mcp::service::delta_sc::{E1Index, Fingerprint};
+use meta_utl_mcp::store::{DbPath, Store};
 use meta_utl_mcp::tools::App;
 use rand::{RngExt, SeedableRng, rngs::StdRng};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use uuid::Uuid;
-
-fn fingerprint(rng: &mut StdRng) -> Fingerprint {
-    let mut b = FingerprintBuilder::new();
-    for e in EmbedderId::ALL {
-        match e.kind() {
-            EmbedderKind::Dense { dim } => {
-                b.dense(
-                    e,
-                    (0..dim).map(|_| rng.random_range(-1.0f32..1.0)).collect(),
-                );
-            }
-            EmbedderKind::Sparse { .. } => {
-                let mut idx: Vec<u16> = (0..200)
-                    .map(|_| rng.random_range(0..SPARSE_VOCAB) as u16)
-                    .collect();
-                idx.sort_unstable();
-                idx.dedup();
-                let vals = idx.iter().map(|_| rng.random_range(0.0f32..1.0)).collect();
-                b.sparse(e, idx, vals);
-            }
-            EmbedderKind::Tokens { dim } => {
-                b.tokens(
-                    e,
-                    (0..32)
-                        .map(|_| (0..dim).map(|_| rng.random_range(-1.0f32..1.0)).collect())
-                        .collect(),
-                );
-            }
-        }
-    }
-    b.build().expect("valid")
-}
-
-fn to_json(fp: &Fingerprint) -> Value {
-    let mut m = Map::new();
-    for e in EmbedderId::ALL {
-        let v = match fp.get(e) {
-            meta_utl_mcp::service::delta_sc::EmbedderRef::Dense(v) => json!(v),
-            meta_utl_mcp::service::delta_sc::EmbedderRef::Sparse(s) => {
-                json!({"indices": s.indices, "values": s.values})
-            }
-            meta_utl_mcp::service::delta_sc::EmbedderRef::Tokens(t) => json!(t.tokens),
-        };
-        m.insert(e.field().to_string(), v);
-    }
-    Value::Object(m)
-}
 
 fn app_with(n: usize, rng: &mut StdRng) -> App {
     let store = Store::open(&DbPath::Memory).expect("store");
-    let templates: Vec<Fingerprint> = (0..16).map(|_| fingerprint(rng)).collect();
-    let mut cache = VertexCache::default();
-    store
-        .write(|db| {
-            for i in 0..n {
-                let mut fp = templates[i % templates.len()].clone();
-                fp.e1_semantic = (0..1024).map(|_| rng.random_range(-1.0f32..1.0)).collect();
-                vertices::put_current(
-                    db,
-                    &mut cache,
-                    Uuid::from_u128(i as u128 + 1),
-                    &fp,
-                    Utc::now(),
-                )?;
-            }
-            Ok::<(), StoreError>(())
-        })
-        .expect("populate");
+    let templates: Vec<Fingerprint> = (0..16).map(|_| support::fingerprint(rng)).collect();
+    support::put_vertices(&store, 0..n, &templates, rng);
     App::new(store).expect("app")
 }
 
@@ -144,7 +81,9 @@ fn main() {
     let calls: usize = args.get(2).map_or(20, |s| s.parse().expect("CALLS"));
     let persist = args.get(3).is_some_and(|s| s == "persist");
     let mut rng = StdRng::seed_from_u64(42);
-    let fps: Vec<Fingerprint> = (0..calls + 1).map(|_| fingerprint(&mut rng)).collect();
+    let fps: Vec<Fingerprint> = (0..calls + 1)
+        .map(|_| support::fingerprint(&mut rng))
+        .collect();
     let lines: Vec<String> = (0..calls)
         .map(|k| {
             // Persisting: a chain of updates of one vertex; otherwise the same pair each time.
@@ -155,8 +94,8 @@ fn main() {
             };
             let args = json!({
                 "vertex_id": Uuid::from_u128(u128::MAX).to_string(),
-                "old_fingerprint": to_json(old),
-                "new_fingerprint": to_json(new),
+                "old_fingerprint": support::fingerprint_json(old),
+                "new_fingerprint": support::fingerprint_json(new),
                 "persist": persist
             });
             json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",

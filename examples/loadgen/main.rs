@@ -24,6 +24,8 @@ use meta_utl_mcp::store::{DbPath, Store, meta as meta_store};
 use serde_json::{Value, json};
 
 mod scale;
+#[path = "../../benches/support/mod.rs"]
+mod support;
 
 struct Proc {
     child: Child,

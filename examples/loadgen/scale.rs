@@ -19,17 +19,14 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
-use meta_utl_mcp::service::delta_sc::{
-    EmbedderId, EmbedderKind, Fingerprint, FingerprintBuilder, SPARSE_VOCAB, VertexCache,
-};
-use meta_utl_mcp::service::lessons::{NewLesson, search_terms};
-use meta_utl_mcp::store::{DbPath, Store, StoreError, lessons as lesson_store, vertices};
+use meta_utl_mcp::service::delta_sc::Fingerprint;
+use meta_utl_mcp::store::{DbPath, Store};
+use rand::SeedableRng;
 use rand::rngs::StdRng;
-use rand::{RngExt, SeedableRng};
-use serde_json::{Map, Value, json};
+use serde_json::json;
 use uuid::Uuid;
 
-use super::{Proc, call, percentile, pipelined, populate_events, startup};
+use super::{Proc, call, percentile, pipelined, populate_events, startup, support};
 
 /// One measured point of a curve.
 struct Point {
@@ -155,68 +152,9 @@ fn events(dir: &Path, quick: bool) {
     );
 }
 
-/// `len` words: 60 % from a small common vocabulary, 40 % from 5,000 rare words.
-fn words(rng: &mut StdRng, len: usize) -> String {
-    const COMMON: &[&str] = &[
-        "mock",
-        "the",
-        "database",
-        "cache",
-        "retry",
-        "network",
-        "call",
-        "rewrite",
-        "parser",
-        "vendor",
-        "dependency",
-        "pin",
-        "compiler",
-        "version",
-        "use",
-        "global",
-        "state",
-        "split",
-        "module",
-        "inline",
-        "function",
-        "add",
-        "index",
-        "on",
-        "task",
-        "batch",
-        "writes",
-        "lock",
-    ];
-    (0..len)
-        .map(|_| {
-            if rng.random_range(0..10) < 6 {
-                COMMON[rng.random_range(0..COMMON.len())].to_string()
-            } else {
-                format!("k{}", rng.random_range(0..5_000))
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 fn populate_lessons(db: &Path, from: usize, to: usize, rng: &mut StdRng) {
     let store = Store::open(&DbPath::File(db.to_path_buf())).unwrap();
-    let now = Utc::now();
-    store
-        .write(|db| -> Result<(), StoreError> {
-            for k in from..to {
-                let len = rng.random_range(4..12);
-                let strategy = format!("{} #{k}", words(rng, len));
-                let rca = words(rng, 20);
-                let task = format!("task-{}", k / 100);
-                let l = NewLesson::validate(&task, &strategy, &rca, "LOGIC_ERROR", "scale")
-                    .expect("valid lesson");
-                let terms = search_terms(&l.strategy_description, &l.rca_summary);
-                lesson_store::insert(db, &l, Uuid::from_u128(rng.random()), &terms, now)?;
-            }
-            Ok(())
-        })
-        .unwrap();
+    support::put_lessons(&store, from..to, 100, rng);
 }
 
 fn lessons(dir: &Path, quick: bool) {
@@ -285,61 +223,6 @@ fn lessons(dir: &Path, quick: bool) {
     );
 }
 
-/// A full fingerprint of random values: 7,424 dense floats, two sparse vectors of about 200
-/// terms, 32 E12 tokens.
-fn fingerprint(rng: &mut StdRng) -> Fingerprint {
-    let mut b = FingerprintBuilder::new();
-    for e in EmbedderId::ALL {
-        match e.kind() {
-            EmbedderKind::Dense { dim } => {
-                b.dense(
-                    e,
-                    (0..dim).map(|_| rng.random_range(-1.0f32..1.0)).collect(),
-                );
-            }
-            EmbedderKind::Sparse { .. } => {
-                let mut idx: Vec<u16> = (0..200)
-                    .map(|_| rng.random_range(0..SPARSE_VOCAB) as u16)
-                    .collect();
-                idx.sort_unstable();
-                idx.dedup();
-                let vals = idx.iter().map(|_| rng.random_range(0.0f32..1.0)).collect();
-                b.sparse(e, idx, vals);
-            }
-            EmbedderKind::Tokens { dim } => {
-                b.tokens(
-                    e,
-                    (0..32)
-                        .map(|_| (0..dim).map(|_| rng.random_range(-1.0f32..1.0)).collect())
-                        .collect(),
-                );
-            }
-        }
-    }
-    b.build().expect("valid")
-}
-
-/// The fingerprint as a tool argument, one field per embedder.
-fn fingerprint_json(fp: &Fingerprint) -> Value {
-    let mut m = Map::new();
-    for e in EmbedderId::ALL {
-        let v = match e.kind() {
-            EmbedderKind::Dense { .. } => json!(fp.dense(e).expect("dense")),
-            EmbedderKind::Sparse { .. } => {
-                let s = if e == EmbedderId::SparseLexical {
-                    &fp.e6_sparse
-                } else {
-                    &fp.e13_splade
-                };
-                json!({"indices": s.indices, "values": s.values})
-            }
-            EmbedderKind::Tokens { .. } => json!(fp.e12_late_interaction.tokens),
-        };
-        m.insert(e.field().into(), v);
-    }
-    Value::Object(m)
-}
-
 fn vertices(dir: &Path, quick: bool) {
     let db = dir.join("vertices.db");
     let sizes: &[usize] = if quick {
@@ -351,38 +234,20 @@ fn vertices(dir: &Path, quick: bool) {
     let mut rng = StdRng::seed_from_u64(42);
     // A few full fingerprints stored under many ids, each with its own E1 row (the vector the
     // nearest-neighbour scan reads), so building 10,000 stays quick.
-    let templates: Vec<Fingerprint> = (0..16).map(|_| fingerprint(&mut rng)).collect();
+    let templates: Vec<Fingerprint> = (0..16).map(|_| support::fingerprint(&mut rng)).collect();
     let args = json!({
         "vertex_id": Uuid::from_u128(u128::MAX).to_string(),
-        "old_fingerprint": fingerprint_json(&fingerprint(&mut rng)),
-        "new_fingerprint": fingerprint_json(&fingerprint(&mut rng)),
+        "old_fingerprint": support::fingerprint_json(&support::fingerprint(&mut rng)),
+        "new_fingerprint": support::fingerprint_json(&support::fingerprint(&mut rng)),
         "persist": false
     });
     let line = call(1, "gwt_compute_delta_sc", &args);
     let mut stored = 0;
     let mut points = Vec::new();
     for &size in sizes {
-        {
-            let store = Store::open(&DbPath::File(db.clone())).unwrap();
-            let mut cache = VertexCache::default();
-            store
-                .write(|db| {
-                    for i in stored..size {
-                        let mut fp = templates[i % templates.len()].clone();
-                        fp.e1_semantic =
-                            (0..1024).map(|_| rng.random_range(-1.0f32..1.0)).collect();
-                        vertices::put_current(
-                            db,
-                            &mut cache,
-                            Uuid::from_u128(i as u128 + 1),
-                            &fp,
-                            Utc::now(),
-                        )?;
-                    }
-                    Ok::<(), StoreError>(())
-                })
-                .unwrap();
-        }
+        let store = Store::open(&DbPath::File(db.clone())).unwrap();
+        support::put_vertices(&store, stored..size, &templates, &mut rng);
+        drop(store);
         stored = size;
         let mut p = Proc::start(&db);
         p.round_trip(&line); // loads the vertex cache
