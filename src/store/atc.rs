@@ -252,13 +252,7 @@ pub fn load(db: &Db<'_>) -> Result<AtcState, StoreError> {
     let mut values: Vec<[f64; THRESHOLD_COUNT]> =
         s.thresholds.iter().map(|t| *t.values()).collect();
     let mut stmt = c.prepare_cached("SELECT domain, name, value FROM atc_thresholds")?;
-    let rows = stmt.query_map([], |r| {
-        Ok((
-            r.get::<_, String>(0)?,
-            r.get::<_, String>(1)?,
-            r.get::<_, f64>(2)?,
-        ))
-    })?;
+    let rows = stmt.query_map([], |r| <(String, String, f64)>::try_from(r))?;
     for row in rows {
         let (domain, name, value) = row?;
         values[domain_index(parse_domain(&domain)?)][parse_name(&name)?.index()] = value;
@@ -283,15 +277,7 @@ pub fn load(db: &Db<'_>) -> Result<AtcState, StoreError> {
         "SELECT domain, candidate_index, candidate, successes, failures FROM atc_bandit_arms
          ORDER BY domain, candidate_index",
     )?;
-    let rows = stmt.query_map([], |r| {
-        Ok((
-            r.get::<_, String>(0)?,
-            r.get::<_, i64>(1)?,
-            r.get::<_, f64>(2)?,
-            r.get::<_, i64>(3)?,
-            r.get::<_, i64>(4)?,
-        ))
-    })?;
+    let rows = stmt.query_map([], |r| <(String, i64, f64, i64, i64)>::try_from(r))?;
     for row in rows {
         let (domain, k, cand, succ, fail) = row?;
         arms[domain_index(parse_domain(&domain)?)].push((k, cand, succ, fail));
@@ -310,13 +296,7 @@ pub fn load(db: &Db<'_>) -> Result<AtcState, StoreError> {
 
     let mut stmt =
         c.prepare_cached("SELECT domain, selected_threshold, last_level4_us FROM atc_domains")?;
-    let rows = stmt.query_map([], |r| {
-        Ok((
-            r.get::<_, String>(0)?,
-            r.get::<_, Option<f64>>(1)?,
-            r.get::<_, Option<i64>>(2)?,
-        ))
-    })?;
+    let rows = stmt.query_map([], |r| <(String, Option<f64>, Option<i64>)>::try_from(r))?;
     for row in rows {
         let (domain, selected, last) = row?;
         let d = domain_index(parse_domain(&domain)?);
@@ -327,16 +307,7 @@ pub fn load(db: &Db<'_>) -> Result<AtcState, StoreError> {
     let mut stmt = c.prepare_cached(
         "SELECT domain, name, alpha, mean, variance, count FROM atc_threshold_drift",
     )?;
-    let rows = stmt.query_map([], |r| {
-        Ok((
-            r.get::<_, String>(0)?,
-            r.get::<_, String>(1)?,
-            r.get::<_, f64>(2)?,
-            r.get::<_, f64>(3)?,
-            r.get::<_, f64>(4)?,
-            r.get::<_, i64>(5)?,
-        ))
-    })?;
+    let rows = stmt.query_map([], |r| <(String, String, f64, f64, f64, i64)>::try_from(r))?;
     for row in rows {
         let (domain, name, alpha, mean, var, count) = row?;
         let i = domain_index(parse_domain(&domain)?) * THRESHOLD_COUNT + parse_name(&name)?.index();
@@ -345,15 +316,7 @@ pub fn load(db: &Db<'_>) -> Result<AtcState, StoreError> {
 
     let mut stmt =
         c.prepare_cached("SELECT embedder_id, alpha, mean, variance, count FROM atc_gap_drift")?;
-    let rows = stmt.query_map([], |r| {
-        Ok((
-            r.get::<_, i64>(0)?,
-            r.get::<_, f64>(1)?,
-            r.get::<_, f64>(2)?,
-            r.get::<_, f64>(3)?,
-            r.get::<_, i64>(4)?,
-        ))
-    })?;
+    let rows = stmt.query_map([], |r| <(i64, f64, f64, f64, i64)>::try_from(r))?;
     for row in rows {
         let (e, alpha, mean, var, count) = row?;
         *s.gap_drift
@@ -367,15 +330,7 @@ pub fn load(db: &Db<'_>) -> Result<AtcState, StoreError> {
          FROM atc_observations ORDER BY seq",
     )?;
     let rows = stmt.query_map([], |r| {
-        Ok((
-            r.get::<_, i64>(0)?,
-            r.get::<_, i64>(1)?,
-            r.get::<_, f64>(2)?,
-            r.get::<_, bool>(3)?,
-            r.get::<_, String>(4)?,
-            r.get::<_, Option<String>>(5)?,
-            r.get::<_, Option<f64>>(6)?,
-        ))
+        <(i64, i64, f64, bool, String, Option<String>, Option<f64>)>::try_from(r)
     })?;
     for row in rows {
         let (ts, e, confidence, correct, domain, name, used) = row?;

@@ -116,16 +116,16 @@ pub fn find(db: &Db<'_>, normalised_target: &str) -> Result<Option<Belief>, Stor
          FROM belief_events WHERE belief_seq = ?1 ORDER BY seq",
     )?;
     let rows = stmt.query_map([raw.seq], |r| {
-        Ok((
-            r.get::<_, String>(0)?,
-            r.get::<_, f64>(1)?,
-            r.get::<_, Option<String>>(2)?,
-            r.get::<_, String>(3)?,
-            r.get::<_, Option<f64>>(4)?,
-            r.get::<_, f64>(5)?,
-            r.get::<_, String>(6)?,
-            r.get::<_, i64>(7)?,
-        ))
+        <(
+            String,
+            f64,
+            Option<String>,
+            String,
+            Option<f64>,
+            f64,
+            String,
+            i64,
+        )>::try_from(r)
     })?;
     let mut history = Vec::new();
     for row in rows {
@@ -232,14 +232,7 @@ pub fn summary(db: &Db<'_>) -> Result<WorkspaceSummary, StoreError> {
     let mut stmt = db.conn.prepare_cached(
         "SELECT status, count(*), total(confidence), total(entropy) FROM beliefs GROUP BY status",
     )?;
-    let rows = stmt.query_map([], |r| {
-        Ok((
-            r.get::<_, String>(0)?,
-            r.get::<_, i64>(1)?,
-            r.get::<_, f64>(2)?,
-            r.get::<_, f64>(3)?,
-        ))
-    })?;
+    let rows = stmt.query_map([], |r| <(String, i64, f64, f64)>::try_from(r))?;
     let mut s = WorkspaceSummary::default();
     for row in rows {
         let (st, n, c, h) = row?;

@@ -141,14 +141,7 @@ pub fn list(
     values.push((limit.min(i64::MAX as usize) as i64).into());
     values.push((offset.min(i64::MAX as usize) as i64).into());
     let rows = stmt.query_map(rusqlite::params_from_iter(values.iter()), |r| {
-        Ok((
-            r.get::<_, String>(0)?,
-            r.get::<_, Option<String>>(1)?,
-            r.get::<_, String>(2)?,
-            r.get::<_, String>(3)?,
-            r.get::<_, String>(4)?,
-            r.get::<_, i64>(5)?,
-        ))
+        <(String, Option<String>, String, String, String, i64)>::try_from(r)
     })?;
     let mut out = Vec::new();
     for row in rows {

@@ -109,17 +109,7 @@ type RawLesson = (
 );
 
 fn raw_lesson(r: &Row<'_>) -> rusqlite::Result<RawLesson> {
-    Ok((
-        r.get(0)?,
-        r.get(1)?,
-        r.get(2)?,
-        r.get(3)?,
-        r.get(4)?,
-        r.get(5)?,
-        r.get(6)?,
-        r.get(7)?,
-        r.get(8)?,
-    ))
+    RawLesson::try_from(r)
 }
 
 fn lesson_from_raw(raw: RawLesson) -> Result<Lesson, StoreError> {

@@ -142,20 +142,7 @@ pub fn load(db: &Db<'_>) -> Result<MetaState, StoreError> {
                     human_review, adjustment_count, last_adjustment_us, global_window, embedder_windows
              FROM meta_state WHERE id = 1",
             [],
-            |r| {
-                Ok((
-                    r.get::<_, f64>(0)?,
-                    r.get::<_, i64>(1)?,
-                    r.get::<_, i64>(2)?,
-                    r.get::<_, bool>(3)?,
-                    r.get::<_, i64>(4)?,
-                    r.get::<_, bool>(5)?,
-                    r.get::<_, i64>(6)?,
-                    r.get::<_, Option<i64>>(7)?,
-                    r.get::<_, Vec<u8>>(8)?,
-                    r.get::<_, Vec<u8>>(9)?,
-                ))
-            },
+            |r| <(f64, i64, i64, bool, i64, bool, i64, Option<i64>, Vec<u8>, Vec<u8>)>::try_from(r),
         )
         .optional()?;
     let Some((lambda_s, count, low, alert, failures, human, adjustments, last, _, _)) = row else {
@@ -418,18 +405,7 @@ type RawEvent = (
 );
 
 fn raw_event(r: &Row<'_>) -> rusqlite::Result<RawEvent> {
-    Ok((
-        r.get(0)?,
-        r.get(1)?,
-        r.get(2)?,
-        r.get(3)?,
-        r.get(4)?,
-        r.get(5)?,
-        r.get(6)?,
-        r.get(7)?,
-        r.get(8)?,
-        r.get(9)?,
-    ))
+    RawEvent::try_from(r)
 }
 
 fn event_from_raw(raw: RawEvent) -> Result<Event, StoreError> {
@@ -595,16 +571,16 @@ pub fn replay_window(db: &Db<'_>, domain: Option<Domain>) -> Result<Vec<Predicti
          ORDER BY id DESC LIMIT ?2",
     )?;
     let rows = stmt.query_map(params![domain.map(Domain::as_str), WINDOW as i64], |r| {
-        Ok((
-            r.get::<_, i64>(0)?,
-            r.get::<_, Option<u8>>(1)?,
-            r.get::<_, f64>(2)?,
-            r.get::<_, f64>(3)?,
-            r.get::<_, Option<f64>>(4)?,
-            r.get::<_, Option<f64>>(5)?,
-            r.get::<_, Option<String>>(6)?,
-            r.get::<_, f64>(7)?,
-        ))
+        <(
+            i64,
+            Option<u8>,
+            f64,
+            f64,
+            Option<f64>,
+            Option<f64>,
+            Option<String>,
+            f64,
+        )>::try_from(r)
     })?;
     let mut out = Vec::new();
     for row in rows {
@@ -682,16 +658,7 @@ pub fn close_prediction(
             "SELECT created_us, delta_s, delta_c, learning_score, domain, closed_us
              FROM open_predictions WHERE id = ?1",
             [id.to_string()],
-            |r| {
-                Ok((
-                    r.get::<_, i64>(0)?,
-                    r.get::<_, f64>(1)?,
-                    r.get::<_, f64>(2)?,
-                    r.get::<_, f64>(3)?,
-                    r.get::<_, Option<String>>(4)?,
-                    r.get::<_, Option<i64>>(5)?,
-                ))
-            },
+            |r| <(i64, f64, f64, f64, Option<String>, Option<i64>)>::try_from(r),
         )
         .optional()?;
     let Some((created, delta_s, delta_c, learning_score, domain, closed)) = row else {
