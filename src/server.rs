@@ -405,12 +405,12 @@ where
         .spawn(move || reader_thread(reader, line_tx))?;
 
     let (write_tx, write_rx) = std::sync::mpsc::channel::<WriteJob>();
-    {
+    let executor = {
         let app = app.clone();
         std::thread::Builder::new()
             .name("write-executor".into())
-            .spawn(move || write_executor(app, write_rx))?;
-    }
+            .spawn(move || write_executor(app, write_rx))?
+    };
 
     let mut seq = Sequencer::default();
     let limit = Arc::new(tokio::sync::Semaphore::new(MAX_IN_FLIGHT));
@@ -551,6 +551,10 @@ where
     // Every task holds a permit until its answer is queued: owning all permits means every
     // request read has been answered.
     let _all = limit.acquire_many(MAX_IN_FLIGHT as u32).await;
+    // The executor ends with its queue and drops its handle on the store, so that the last
+    // connection closes (checkpointing and removing the WAL file) before the process exits.
+    drop(write_tx);
+    let _ = tokio::task::spawn_blocking(move || executor.join()).await;
     drop(out);
     tokio::task::spawn_blocking(move || writer_thread.join())
         .await

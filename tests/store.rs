@@ -413,3 +413,16 @@ fn piped_writes_answer_exactly_as_one_at_a_time() {
         assert_eq!(after[field], sequential[field], "{field}");
     }
 }
+
+#[test]
+fn the_store_is_closed_cleanly_at_eof() {
+    // The last connection checkpoints and removes the WAL file when it closes; a WAL left
+    // behind means the process exited with the store still open.
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("state.db");
+    let (status, lines, _) = pipe(&db, format!("{}\n", record_line(1, 3)).as_bytes());
+    assert!(status.success());
+    assert_eq!(lines.len(), 1);
+    assert!(db.exists());
+    assert!(!dir.path().join("state.db-wal").exists(), "WAL left behind");
+}
