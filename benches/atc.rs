@@ -9,9 +9,10 @@ use chrono::{DateTime, Utc};
 use criterion::{Criterion, criterion_group, criterion_main};
 use meta_utl_mcp::service::atc::level4::level4_bo_config;
 use meta_utl_mcp::service::atc::state::WINDOW_CAPACITY;
-use meta_utl_mcp::service::atc::temperature::{EMBEDDER_COUNT, sigmoid};
-use meta_utl_mcp::service::atc::thresholds::Domain;
+use meta_utl_mcp::service::atc::temperature::sigmoid;
 use meta_utl_mcp::service::atc::{AtcState, Observation, RunMode};
+use meta_utl_mcp::service::vocab::Domain;
+use meta_utl_mcp::service::vocab::NUM_EMBEDDERS;
 use meta_utl_mcp::store::{DbPath, Store};
 use meta_utl_mcp::tools::App;
 use rand::rngs::StdRng;
@@ -31,7 +32,7 @@ fn full_state() -> AtcState {
     let mut rng = StdRng::seed_from_u64(42);
     let t0 = DateTime::<Utc>::from_timestamp(1_700_000_000, 0).unwrap();
     let mut s = AtcState::new();
-    for e in 1..=EMBEDDER_COUNT as u8 {
+    for e in 1..=NUM_EMBEDDERS as u8 {
         for _ in 0..WINDOW_CAPACITY {
             let (confidence, correct) = overconfident(&mut rng);
             s.ingest(Observation {

@@ -6,7 +6,8 @@ use std::hint::black_box;
 
 use chrono::{Duration, Utc};
 use criterion::{Criterion, criterion_group, criterion_main};
-use meta_utl_mcp::service::meta::{Domain, Event, EventType, Lambdas, MetaState, Prediction};
+use meta_utl_mcp::service::meta::{Event, EventType, MetaState, Prediction};
+use meta_utl_mcp::service::vocab::{Domain, Lambdas};
 use meta_utl_mcp::store::{DbPath, Store, meta as meta_store};
 use meta_utl_mcp::tools::App;
 use rand::rngs::StdRng;
@@ -39,7 +40,7 @@ fn bench_log_query(c: &mut Criterion) {
     let store = Store::open(&DbPath::File(dir.path().join("log.db"))).unwrap();
     let mut rng = StdRng::seed_from_u64(42);
     let start = Utc::now() - Duration::days(30);
-    let l = Lambdas { s: 0.5, c: 0.5 };
+    let l = Lambdas::pair(0.5, 0.5);
     store
         .write(|db| {
             let events: Vec<Event> = (0..100_000)

@@ -7,10 +7,10 @@ use std::ops::Range;
 
 use chrono::Utc;
 use meta_utl_mcp::service::delta_sc::{
-    EmbedderId, EmbedderKind, EmbedderRef, Fingerprint, FingerprintBuilder, SPARSE_VOCAB,
-    VertexCache,
+    EmbedderKind, EmbedderRef, Fingerprint, FingerprintBuilder, SPARSE_VOCAB, VertexCache,
 };
 use meta_utl_mcp::service::lessons::{NewLesson, search_terms};
+use meta_utl_mcp::service::vocab::EmbedderId;
 use meta_utl_mcp::store::{Store, StoreError, lessons as lesson_store, vertices};
 use rand::RngExt;
 use rand::rngs::StdRng;

@@ -19,7 +19,8 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
-use meta_utl_mcp::service::meta::{Domain, Event, EventType, Lambdas};
+use meta_utl_mcp::service::meta::{Event, EventType};
+use meta_utl_mcp::service::vocab::{Domain, Lambdas};
 use meta_utl_mcp::store::{DbPath, Store, meta as meta_store};
 use serde_json::{Value, json};
 
@@ -191,7 +192,7 @@ fn examples(p: &mut Proc) -> Vec<(String, Value, bool)> {
 fn populate_events(db: &Path, n: usize) {
     let store = Store::open(&DbPath::File(db.to_path_buf())).unwrap();
     let start = Utc::now() - chrono::Duration::days(60);
-    let l = Lambdas { s: 0.5, c: 0.5 };
+    let l = Lambdas::pair(0.5, 0.5);
     let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
     for chunk in 0..n.div_ceil(100_000) {
         store

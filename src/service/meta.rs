@@ -5,14 +5,12 @@
 //! events and state this module returns. Rules from SPEC §3 (lifecycle, λ) and §4 meta_learning.
 
 use std::collections::VecDeque;
-use std::fmt;
 
 use chrono::{DateTime, Utc};
 
 use crate::service::gp::{self, BoConfig};
+use crate::service::vocab::{Domain, LAMBDA_MAX, LAMBDA_MIN, Lambdas, NUM_EMBEDDERS};
 
-/// Number of embedders (E1..E13, index 0..12).
-pub const NUM_EMBEDDERS: usize = 13;
 /// Length of every rolling accuracy window and of the replay window.
 pub const WINDOW: usize = 100;
 /// Rolling accuracy below this counts a low cycle and raises `accuracy_alert`.
@@ -27,90 +25,10 @@ pub const ESCALATION_CYCLES: u32 = 10;
 pub const MAX_BAYESIAN_FAILURES: u32 = 3;
 /// Minimum recorded predictions carrying ΔS/ΔC for a Bayesian recalibration.
 pub const MIN_BAYESIAN_SAMPLES: usize = 10;
-/// Bounds of each λ component.
-pub const LAMBDA_MIN: f64 = 0.1;
-/// Bounds of each λ component.
-pub const LAMBDA_MAX: f64 = 0.9;
 /// Bounds of each per-embedder weight.
 pub const EMBEDDER_WEIGHT_MIN: f64 = 0.05;
 /// Bounds of each per-embedder weight.
 pub const EMBEDDER_WEIGHT_MAX: f64 = 0.9;
-
-/// A knowledge domain (SPEC §3). Parsed case-insensitively; displayed lowercase.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Domain {
-    Code,
-    Medical,
-    Legal,
-    Creative,
-    Research,
-    General,
-}
-
-impl Domain {
-    /// Every domain, in schema order.
-    pub const ALL: [Domain; 6] = [
-        Domain::Code,
-        Domain::Medical,
-        Domain::Legal,
-        Domain::Creative,
-        Domain::Research,
-        Domain::General,
-    ];
-
-    /// Lowercase name as in the meta-learning schemas.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Domain::Code => "code",
-            Domain::Medical => "medical",
-            Domain::Legal => "legal",
-            Domain::Creative => "creative",
-            Domain::Research => "research",
-            Domain::General => "general",
-        }
-    }
-
-    /// Parse a domain name, ignoring ASCII case. `None` for anything else.
-    pub fn parse(s: &str) -> Option<Domain> {
-        Domain::ALL
-            .into_iter()
-            .find(|d| d.as_str().eq_ignore_ascii_case(s.trim()))
-    }
-}
-
-impl fmt::Display for Domain {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// The λ pair: λ_s weighs surprise, λ_c coherence; λ_s + λ_c = 1, each in [0.1, 0.9].
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Lambdas {
-    pub s: f64,
-    pub c: f64,
-}
-
-impl Lambdas {
-    /// The pair with λ_s = `s` clamped to [[`LAMBDA_MIN`], [`LAMBDA_MAX`]] and λ_c = 1 − λ_s.
-    /// Returns the pair and whether clamping changed `s`. NaN maps to 0.5.
-    pub fn from_s(s: f64) -> (Lambdas, bool) {
-        let s0 = if s.is_nan() { 0.5 } else { s };
-        let clamped = s0.clamp(LAMBDA_MIN, LAMBDA_MAX);
-        (
-            Lambdas {
-                s: clamped,
-                c: 1.0 - clamped,
-            },
-            clamped != s0,
-        )
-    }
-
-    /// The learning score `L = λ_s·ΔS + λ_c·ΔC` (SPEC §3).
-    pub fn learning_score(&self, delta_s: f64, delta_c: f64) -> f64 {
-        self.s * delta_s + self.c * delta_c
-    }
-}
 
 /// Lifecycle stage by interaction count (SPEC §3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -136,9 +54,9 @@ impl LifecycleStage {
     /// The stage's base λ.
     pub fn base(self) -> Lambdas {
         match self {
-            LifecycleStage::Infancy => Lambdas { s: 0.7, c: 0.3 },
-            LifecycleStage::Growth => Lambdas { s: 0.5, c: 0.5 },
-            LifecycleStage::Maturity => Lambdas { s: 0.3, c: 0.7 },
+            LifecycleStage::Infancy => Lambdas::pair(0.7, 0.3),
+            LifecycleStage::Growth => Lambdas::pair(0.5, 0.5),
+            LifecycleStage::Maturity => Lambdas::pair(0.3, 0.7),
         }
     }
 
@@ -551,8 +469,8 @@ impl MetaState {
         let stage_after = self.stage();
         if stage_after != stage_before {
             let before = self.lambdas;
-            let shift = stage_after.base().s - stage_before.base().s;
-            let (l, clamped) = Lambdas::from_s(self.lambdas.s + shift);
+            let shift = stage_after.base().s() - stage_before.base().s();
+            let (l, clamped) = Lambdas::from_s(self.lambdas.s() + shift);
             self.lambdas = l;
             let mut e = self.event(now, EventType::LambdaAdjustment, before);
             e.domain = p.domain;
@@ -578,9 +496,9 @@ impl MetaState {
                 _ => -alpha * error,
             };
             let before = self.lambdas;
-            let (l, clamped) = Lambdas::from_s(before.s + raw);
+            let (l, clamped) = Lambdas::from_s(before.s() + raw);
             self.lambdas = l;
-            let applied = l.s - before.s;
+            let applied = l.s() - before.s();
             let adj = Adjustment {
                 delta_s: applied,
                 delta_c: -applied,
@@ -666,7 +584,7 @@ impl MetaState {
             adjustment: None,
             bo_iterations: None,
             expected_improvement: None,
-            replay_accuracy_before: replay_accuracy(previous.s, replay),
+            replay_accuracy_before: replay_accuracy(previous.s(), replay),
             replay_accuracy_after: None,
             samples: replay.len(),
             error: None,
@@ -696,8 +614,8 @@ impl MetaState {
             }
             (-alpha * grad / n, me / n)
         };
-        let (new, _) = Lambdas::from_s(previous.s + raw);
-        let applied = new.s - previous.s;
+        let (new, _) = Lambdas::from_s(previous.s() + raw);
+        let applied = new.s() - previous.s();
         plan.success = true;
         plan.new = new;
         plan.adjustment = Some(Adjustment {
@@ -706,7 +624,7 @@ impl MetaState {
             alpha,
             trigger_error: mean_error,
         });
-        plan.replay_accuracy_after = replay_accuracy(new.s, replay);
+        plan.replay_accuracy_after = replay_accuracy(new.s(), replay);
         plan
     }
 
@@ -722,7 +640,7 @@ impl MetaState {
             .iter()
             .filter(|p| p.delta_s.is_some() && p.delta_c.is_some())
             .count();
-        let before = replay_accuracy(previous.s, replay);
+        let before = replay_accuracy(previous.s(), replay);
         let mut plan = RecalibrationPlan {
             method: Method::Bayesian,
             success: false,
@@ -767,8 +685,8 @@ impl MetaState {
             plan.new = new;
             plan.replay_accuracy_after = Some(outcome.best_y);
             plan.adjustment = Some(Adjustment {
-                delta_s: new.s - previous.s,
-                delta_c: previous.s - new.s,
+                delta_s: new.s() - previous.s(),
+                delta_c: previous.s() - new.s(),
                 alpha: 0.0,
                 trigger_error: 1.0 - current,
             });
@@ -802,8 +720,8 @@ impl MetaState {
                 match &plan.error {
                     None => format!(
                         "λ_s {:.4} -> {:.4}, replay accuracy {:?} -> {:?}",
-                        plan.previous.s,
-                        plan.new.s,
+                        plan.previous.s(),
+                        plan.new.s(),
                         plan.replay_accuracy_before,
                         plan.replay_accuracy_after
                     ),
@@ -983,8 +901,8 @@ mod tests {
         let adj = out.adjustment.expect("error 0.3 > 0.2 adjusts");
         // δ_s = −0.05 · 0.3 = −0.015 from λ_s = 0.7
         assert!((adj.delta_s + 0.015).abs() < TOL);
-        assert!((m.lambdas.s - 0.685).abs() < TOL);
-        assert!((m.lambdas.s + m.lambdas.c - 1.0).abs() < TOL);
+        assert!((m.lambdas.s() - 0.685).abs() < TOL);
+        assert!((m.lambdas.s() + m.lambdas.c() - 1.0).abs() < TOL);
         assert_eq!(m.adjustment_count, 1);
     }
 
@@ -999,11 +917,11 @@ mod tests {
     #[test]
     fn lambda_clamps_and_logs_weight_clamped() {
         let mut m = MetaState {
-            lambdas: Lambdas { s: 0.9, c: 0.1 },
+            lambdas: Lambdas::pair(0.9, 0.1),
             ..MetaState::default()
         };
         let out = m.record_prediction(&pred(0.0, 1.0), now()); // δ_s = +0.05
-        assert!((m.lambdas.s - 0.9).abs() < TOL);
+        assert!((m.lambdas.s() - 0.9).abs() < TOL);
         assert!(
             out.events
                 .iter()
@@ -1015,13 +933,13 @@ mod tests {
     fn lifecycle_stage_change_moves_lambda_by_change_of_base() {
         let mut m = MetaState {
             interaction_count: 49,
-            lambdas: Lambdas { s: 0.65, c: 0.35 },
+            lambdas: Lambdas::pair(0.65, 0.35),
             ..MetaState::default()
         };
         m.record_prediction(&pred(0.5, 0.5), now());
         assert_eq!(m.stage(), LifecycleStage::Growth);
         // base moved 0.7 -> 0.5, so λ_s moves by −0.2
-        assert!((m.lambdas.s - 0.45).abs() < TOL);
+        assert!((m.lambdas.s() - 0.45).abs() < TOL);
     }
 
     #[test]
@@ -1109,7 +1027,7 @@ mod tests {
             let mut adjustments = 0;
             for (ds, dc, actual) in hidden_lambda_predictions(lambda_star, 500, 7) {
                 let predicted = m.lambdas.learning_score(ds, dc);
-                let gap_before = (m.lambdas.s - lambda_star).abs();
+                let gap_before = (m.lambdas.s() - lambda_star).abs();
                 let out = m.record_prediction(
                     &Prediction {
                         delta_s: Some(ds),
@@ -1120,7 +1038,7 @@ mod tests {
                 );
                 if out.adjustment.is_some() {
                     adjustments += 1;
-                    if (m.lambdas.s - lambda_star).abs() < gap_before {
+                    if (m.lambdas.s() - lambda_star).abs() < gap_before {
                         moved_toward += 1;
                     }
                 }
@@ -1134,7 +1052,7 @@ mod tests {
                 "every adjustment moves toward λ*"
             );
             // The delta rule stops once errors fall under 0.2; it ends closer than it started.
-            assert!((m.lambdas.s - lambda_star).abs() < (start - lambda_star).abs());
+            assert!((m.lambdas.s() - lambda_star).abs() < (start - lambda_star).abs());
         }
     }
 
@@ -1156,12 +1074,12 @@ mod tests {
             let plan = m.plan_bayesian(&replay);
             assert!(plan.success, "λ* {lambda_star}: {:?}", plan.error);
             assert!(
-                (plan.new.s - lambda_star).abs() < 0.02,
+                (plan.new.s() - lambda_star).abs() < 0.02,
                 "λ* {lambda_star}: found {}",
-                plan.new.s
+                plan.new.s()
             );
             let events = m.apply_plan(&plan, false, None, now());
-            assert!((m.lambdas.s - plan.new.s).abs() < TOL);
+            assert!((m.lambdas.s() - plan.new.s()).abs() < TOL);
             assert!(
                 events
                     .iter()
@@ -1229,7 +1147,7 @@ mod tests {
             .collect();
         let plan = m.plan_gradient(&replay);
         assert!(plan.success);
-        assert!(plan.new.s < 0.7);
+        assert!(plan.new.s() < 0.7);
         assert!(plan.replay_accuracy_after.unwrap() > plan.replay_accuracy_before.unwrap());
         let empty = m.plan_gradient(&[]);
         assert_eq!(empty.method, Method::None);

@@ -17,11 +17,9 @@ use rusqlite::params;
 use super::{Db, StoreError, from_us, to_us};
 use crate::service::atc::bandit::ThompsonBandit;
 use crate::service::atc::drift::DriftTracker;
-use crate::service::atc::state::{AtcState, DOMAIN_COUNT, Observation, WINDOW_CAPACITY};
-use crate::service::atc::temperature::EMBEDDER_COUNT;
-use crate::service::atc::thresholds::{
-    Domain, THRESHOLD_COUNT, ThresholdName, ThresholdSet, domain_index,
-};
+use crate::service::atc::state::{AtcState, Observation, WINDOW_CAPACITY};
+use crate::service::atc::thresholds::{THRESHOLD_COUNT, ThresholdName, ThresholdSet};
+use crate::service::vocab::{Domain, NUM_EMBEDDERS};
 
 /// Migration 8: drop the `ts_us` index, which no query used and which cost a third of the
 /// B-tree work of every observation inserted.
@@ -141,7 +139,7 @@ pub fn insert_observations(db: &Db<'_>, observations: &[Observation]) -> Result<
     for o in chunks.remainder() {
         bind(&mut one, std::slice::from_ref(o))?;
     }
-    let mut touched = [false; EMBEDDER_COUNT];
+    let mut touched = [false; NUM_EMBEDDERS];
     for o in observations {
         if let Some(t) = touched.get_mut(usize::from(o.embedder_id).wrapping_sub(1)) {
             *t = true;
@@ -183,7 +181,7 @@ pub fn save(db: &Db<'_>, s: &AtcState) -> Result<(), StoreError> {
          VALUES (?1, ?2, ?3)",
     )?;
     for domain in Domain::ALL {
-        let d = domain_index(domain);
+        let d = domain.index();
         let set = &s.thresholds[d];
         for name in ThresholdName::ALL {
             thr.execute(params![domain.as_str(), name.as_str(), set.get(name)])?;
@@ -222,7 +220,7 @@ pub fn save(db: &Db<'_>, s: &AtcState) -> Result<(), StoreError> {
         "INSERT OR REPLACE INTO atc_gap_drift (embedder_id, alpha, mean, variance, count)
          VALUES (?1, ?2, ?3, ?4, ?5)",
     )?;
-    for e in 0..EMBEDDER_COUNT {
+    for e in 0..NUM_EMBEDDERS {
         temp.execute(params![e as i64 + 1, s.temperatures[e]])?;
         let t = &s.gap_drift[e];
         gap.execute(params![
@@ -255,7 +253,7 @@ pub fn load(db: &Db<'_>) -> Result<AtcState, StoreError> {
     let rows = stmt.query_map([], |r| <(String, String, f64)>::try_from(r))?;
     for row in rows {
         let (domain, name, value) = row?;
-        values[domain_index(parse_domain(&domain)?)][parse_name(&name)?.index()] = value;
+        values[parse_domain(&domain)?.index()][parse_name(&name)?.index()] = value;
     }
     s.thresholds = Domain::ALL
         .into_iter()
@@ -272,7 +270,7 @@ pub fn load(db: &Db<'_>) -> Result<AtcState, StoreError> {
             .ok_or_else(|| corrupt(format!("embedder {e}")))? = t;
     }
 
-    let mut arms: Vec<Vec<(i64, f64, i64, i64)>> = vec![Vec::new(); DOMAIN_COUNT];
+    let mut arms: Vec<Vec<(i64, f64, i64, i64)>> = vec![Vec::new(); Domain::COUNT];
     let mut stmt = c.prepare_cached(
         "SELECT domain, candidate_index, candidate, successes, failures FROM atc_bandit_arms
          ORDER BY domain, candidate_index",
@@ -280,7 +278,7 @@ pub fn load(db: &Db<'_>) -> Result<AtcState, StoreError> {
     let rows = stmt.query_map([], |r| <(String, i64, f64, i64, i64)>::try_from(r))?;
     for row in rows {
         let (domain, k, cand, succ, fail) = row?;
-        arms[domain_index(parse_domain(&domain)?)].push((k, cand, succ, fail));
+        arms[parse_domain(&domain)?.index()].push((k, cand, succ, fail));
     }
     for (d, list) in arms.into_iter().enumerate() {
         if list.is_empty() {
@@ -299,7 +297,7 @@ pub fn load(db: &Db<'_>) -> Result<AtcState, StoreError> {
     let rows = stmt.query_map([], |r| <(String, Option<f64>, Option<i64>)>::try_from(r))?;
     for row in rows {
         let (domain, selected, last) = row?;
-        let d = domain_index(parse_domain(&domain)?);
+        let d = parse_domain(&domain)?.index();
         s.selected[d] = selected;
         s.last_level4[d] = last.map(from_us).transpose()?;
     }
@@ -310,7 +308,7 @@ pub fn load(db: &Db<'_>) -> Result<AtcState, StoreError> {
     let rows = stmt.query_map([], |r| <(String, String, f64, f64, f64, i64)>::try_from(r))?;
     for row in rows {
         let (domain, name, alpha, mean, var, count) = row?;
-        let i = domain_index(parse_domain(&domain)?) * THRESHOLD_COUNT + parse_name(&name)?.index();
+        let i = parse_domain(&domain)?.index() * THRESHOLD_COUNT + parse_name(&name)?.index();
         s.threshold_drift[i] = tracker(alpha, mean, var, count)?;
     }
 
@@ -324,7 +322,7 @@ pub fn load(db: &Db<'_>) -> Result<AtcState, StoreError> {
             .ok_or_else(|| corrupt(format!("embedder {e}")))? = tracker(alpha, mean, var, count)?;
     }
 
-    s.windows = vec![VecDeque::new(); EMBEDDER_COUNT];
+    s.windows = vec![VecDeque::new(); NUM_EMBEDDERS];
     let mut stmt = c.prepare_cached(
         "SELECT ts_us, embedder_id, confidence, correct, domain, threshold_name, threshold_used
          FROM atc_observations ORDER BY seq",

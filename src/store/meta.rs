@@ -6,9 +6,8 @@ use rusqlite::{OptionalExtension, Row, params};
 use uuid::Uuid;
 
 use super::{Db, StoreError, from_us, to_us};
-use crate::service::meta::{
-    Domain, Event, EventType, Lambdas, MetaState, NUM_EMBEDDERS, Prediction, WINDOW, Window,
-};
+use crate::service::meta::{Event, EventType, MetaState, Prediction, WINDOW, Window};
+use crate::service::vocab::{Domain, Lambdas, NUM_EMBEDDERS};
 
 /// Schema of the meta-learning family (migration 1).
 pub const MIGRATION: &str = "
@@ -164,10 +163,7 @@ pub fn load(db: &Db<'_>) -> Result<MetaState, StoreError> {
         }
     }
     Ok(MetaState {
-        lambdas: Lambdas {
-            s: lambda_s,
-            c: 1.0 - lambda_s,
-        },
+        lambdas: stored_lambdas(lambda_s)?,
         interaction_count: count as u64,
         global,
         embedders,
@@ -201,7 +197,7 @@ pub fn save(db: &Db<'_>, m: &MetaState, windows: Windows) -> Result<(), StoreErr
              adjustment_count = ?7, last_adjustment_us = ?8",
         )?
         .execute(params![
-            m.lambdas.s,
+            m.lambdas.s(),
             m.interaction_count as i64,
             i64::from(m.consecutive_low),
             m.alert_active,
@@ -311,8 +307,8 @@ pub fn insert_events(db: &Db<'_>, events: &[Event]) -> Result<(), StoreError> {
             e.domain.map(Domain::as_str),
             e.embedder_index,
             e.prediction_error,
-            e.lambda_before.s,
-            e.lambda_after.s,
+            e.lambda_before.s(),
+            e.lambda_after.s(),
             e.accuracy_avg,
             e.escalated,
             e.detail,
@@ -415,14 +411,8 @@ fn event_from_raw(raw: RawEvent) -> Result<Event, StoreError> {
         event_type: EventType::parse(&kind)
             .ok_or_else(|| StoreError::Corrupt(format!("unknown event type {kind:?}")))?,
         prediction_error: err,
-        lambda_before: Lambdas {
-            s: before,
-            c: 1.0 - before,
-        },
-        lambda_after: Lambdas {
-            s: after,
-            c: 1.0 - after,
-        },
+        lambda_before: stored_lambdas(before)?,
+        lambda_after: stored_lambdas(after)?,
         accuracy_avg: acc,
         escalated,
         domain: parse_domain(domain)?,
@@ -685,6 +675,11 @@ pub fn close_prediction(
     }))
 }
 
+/// λ from its stored λ_s; a value outside [0.1, 0.9] means the file is damaged.
+fn stored_lambdas(s: f64) -> Result<Lambdas, StoreError> {
+    Lambdas::new(s).map_err(|e| StoreError::Corrupt(format!("stored {e}")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -692,7 +687,7 @@ mod tests {
     use crate::store::{DbPath, Store};
 
     fn event_at(t: DateTime<Utc>) -> Event {
-        let l = Lambdas { s: 0.5, c: 0.5 };
+        let l = Lambdas::pair(0.5, 0.5);
         Event {
             timestamp: t,
             event_type: EventType::LambdaAdjustment,
@@ -740,7 +735,7 @@ mod tests {
     /// a computed λ_c in the last bit).
     fn as_stored(m: &MetaState) -> MetaState {
         let mut m = m.clone();
-        m.lambdas.c = 1.0 - m.lambdas.s;
+        m.lambdas = Lambdas::new(m.lambdas.s()).unwrap();
         m
     }
 
@@ -787,7 +782,7 @@ mod tests {
             conn.execute(
                 "INSERT INTO meta_state VALUES (1, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
                 params![
-                    m.lambdas.s,
+                    m.lambdas.s(),
                     m.interaction_count as i64,
                     i64::from(m.consecutive_low),
                     m.alert_active,

@@ -13,9 +13,10 @@ use uuid::Uuid;
 
 use super::{Db, StoreError, to_us};
 use crate::service::delta_sc::{
-    E1Index, EmbedderId, EmbedderKind, EmbedderRef, Fingerprint, FingerprintBuilder, MAX_VERSIONS,
-    NUM_EMBEDDERS, SurpriseNormalizer, TOKEN_DIM, VertexCache, surprise::HISTOGRAM_BINS,
+    E1Index, EmbedderKind, EmbedderRef, Fingerprint, FingerprintBuilder, MAX_VERSIONS,
+    SurpriseNormalizer, TOKEN_DIM, VertexCache, surprise::HISTOGRAM_BINS,
 };
+use crate::service::vocab::{EmbedderId, NUM_EMBEDDERS};
 
 /// Schema of the vertex family.
 pub const MIGRATION: &str = "

@@ -10,6 +10,7 @@ use super::ToolError;
 /// The `arguments` object of a `tools/call`.
 pub struct Args<'a> {
     map: &'a Map<String, Value>,
+    value: &'a Value,
 }
 
 /// The JSON type of a value as a noun phrase for error messages ("a string", "null", …).
@@ -42,13 +43,18 @@ impl<'a> Args<'a> {
     /// `-32602` when `arguments` is another JSON type.
     pub fn new(value: &'a Value) -> Result<Self, ToolError> {
         match value {
-            Value::Object(map) => Ok(Args { map }),
-            Value::Null => Ok(Args { map: &EMPTY }),
+            Value::Object(map) => Ok(Args { map, value }),
+            Value::Null => Ok(Args { map: &EMPTY, value }),
             other => Err(ToolError::invalid(format!(
                 "arguments must be an object, got {}",
                 kind(other)
             ))),
         }
+    }
+
+    /// The `arguments` object as given.
+    pub fn value(&self) -> &'a Value {
+        self.value
     }
 
     /// Reject members not in `allowed`.

@@ -20,11 +20,11 @@ use crate::service::atc::state::{
     AtcState, IngestEffect, Level1Report, Level2Report, Level3Report, Level4Outcome, Level4Report,
     MetricsPair,
 };
-use crate::service::atc::temperature::{EMBEDDER_COUNT, EMBEDDER_NAMES, TemperatureRange};
-use crate::service::atc::thresholds::{
-    Domain, ThresholdName, domain_display_name, domain_index, strictness,
-};
+use crate::service::atc::temperature::TemperatureRange;
+use crate::service::atc::thresholds::{ThresholdName, strictness};
 use crate::service::atc::{Observation, ObservationFilter, RunMode};
+use crate::service::vocab::Domain;
+use crate::service::vocab::{EMBEDDER_NAMES, NUM_EMBEDDERS};
 use crate::store::atc as atc_store;
 use crate::store::directives::{self, Directive, InterventionType};
 
@@ -37,7 +37,11 @@ pub const TOOLS: &[Tool] = &[
         name: "record_calibration_observations",
         aliases: &[],
         title: "Record calibration observations",
-        description: "The ATC data path in: record 1..10000 observations of an embedder's reported confidence and whether it turned out correct ({embedder_id 1..13, confidence 0..1, correct, domain?, threshold_name?, threshold_used?, timestamp? RFC 3339}). Feeds the per-embedder windows (last 10,000 each), the Level 1 drift trackers and, when threshold_used is one of the bandit candidates (0.70, 0.72, 0.75, 0.77, 0.80), the domain's Level 3 bandit. Returns the counts and the calibration metrics after.",
+        description: || {
+            String::from(
+                "The ATC data path in: record 1..10000 observations of an embedder's reported confidence and whether it turned out correct ({embedder_id 1..13, confidence 0..1, correct, domain?, threshold_name?, threshold_used?, timestamp? RFC 3339}). Feeds the per-embedder windows (last 10,000 each), the Level 1 drift trackers and, when threshold_used is one of the bandit candidates (0.70, 0.72, 0.75, 0.77, 0.80), the domain's Level 3 bandit. Returns the counts and the calibration metrics after.",
+            )
+        },
         input_schema: record_input_schema,
         output_schema: record_output_schema,
         annotations: Annotations {
@@ -52,7 +56,11 @@ pub const TOOLS: &[Tool] = &[
         name: "get_threshold_status",
         aliases: &[],
         title: "ATC threshold status",
-        description: "Current adaptive thresholds of a domain (all 20, with defaults and valid ranges), per-embedder temperatures (or one embedder's), the domain's Thompson-sampling bandit statistics and session threshold, Level 1 drift, calibration status and whether Level 4 optimisation is due.",
+        description: || {
+            String::from(
+                "Current adaptive thresholds of a domain (all 20, with defaults and valid ranges), per-embedder temperatures (or one embedder's), the domain's Thompson-sampling bandit statistics and session threshold, Level 1 drift, calibration status and whether Level 4 optimisation is due.",
+            )
+        },
         input_schema: status_input_schema,
         output_schema: status_output_schema,
         annotations: Annotations {
@@ -67,7 +75,11 @@ pub const TOOLS: &[Tool] = &[
         name: "get_calibration_metrics",
         aliases: &[],
         title: "ATC calibration metrics",
-        description: "ECE, MCE (10 equal-width bins, right-closed) and Brier score of the recorded observations whose timestamp falls in the timeframe (1h, 24h, 7d, 30d; default 24h), raw and after per-embedder temperature scaling, with the status band (Excellent < 0.05, Good < 0.10, Acceptable < 0.15, Poor < 0.25, else Critical), recommendations, and per-bin reliability data on request.",
+        description: || {
+            String::from(
+                "ECE, MCE (10 equal-width bins, right-closed) and Brier score of the recorded observations whose timestamp falls in the timeframe (1h, 24h, 7d, 30d; default 24h), raw and after per-embedder temperature scaling, with the status band (Excellent < 0.05, Good < 0.10, Acceptable < 0.15, Poor < 0.25, else Critical), recommendations, and per-bin reliability data on request.",
+            )
+        },
         input_schema: metrics_input_schema,
         output_schema: metrics_output_schema,
         annotations: Annotations {
@@ -82,7 +94,11 @@ pub const TOOLS: &[Tool] = &[
         name: "trigger_recalibration",
         aliases: &[],
         title: "Trigger ATC recalibration",
-        description: "Manually run one ATC level. 1: report EWMA drift scores. 2: refit every embedder's temperature by minimising NLL on its window. 3: Thompson-sampling selection of the domain's session threshold from [0.70, 0.72, 0.75, 0.77, 0.80] (statistics persist; reset=true forgets them). 4: Gaussian process + Expected Improvement over theta_acc maximising balanced accuracy on the domain's observations, applied when strictly better. Returns metrics measured before and after; dry_run computes without changing anything.",
+        description: || {
+            String::from(
+                "Manually run one ATC level. 1: report EWMA drift scores. 2: refit every embedder's temperature by minimising NLL on its window. 3: Thompson-sampling selection of the domain's session threshold from [0.70, 0.72, 0.75, 0.77, 0.80] (statistics persist; reset=true forgets them). 4: Gaussian process + Expected Improvement over theta_acc maximising balanced accuracy on the domain's observations, applied when strictly better. Returns metrics measured before and after; dry_run computes without changing anything.",
+            )
+        },
         input_schema: trigger_input_schema,
         output_schema: trigger_output_schema,
         annotations: Annotations {
@@ -115,7 +131,7 @@ fn domain_of(args: &Args<'_>) -> Result<Domain, ToolError> {
 
 fn embedder_of(args: &Args<'_>) -> Result<Option<u8>, ToolError> {
     Ok(args
-        .int_in("embedder_id", 1, EMBEDDER_COUNT as i64)?
+        .int_in("embedder_id", 1, NUM_EMBEDDERS as i64)?
         .map(|e| e as u8))
 }
 
@@ -343,7 +359,7 @@ fn parse_observation(v: &Value, now: DateTime<Utc>) -> Result<Observation, ToolE
     let a = Args::new(v)?;
     a.deny_unknown(&OBSERVATION_FIELDS)?;
     let embedder_id = a
-        .int_in("embedder_id", 1, EMBEDDER_COUNT as i64)?
+        .int_in("embedder_id", 1, NUM_EMBEDDERS as i64)?
         .ok_or_else(|| {
             ToolError::invalid("missing required field 'embedder_id' (an integer in 1..=13)")
         })? as u8;
@@ -495,7 +511,7 @@ fn get_threshold_status(ctx: &ReadCtx<'_>, args: &Args<'_>) -> ToolResult {
     }
     let ids: Vec<u8> = match embedder {
         Some(e) => vec![e],
-        None => (1..=EMBEDDER_COUNT as u8).collect(),
+        None => (1..=NUM_EMBEDDERS as u8).collect(),
     };
     let embedders: Vec<Value> = ids
         .into_iter()
@@ -517,10 +533,10 @@ fn get_threshold_status(ctx: &ReadCtx<'_>, args: &Args<'_>) -> ToolResult {
             })
         })
         .collect();
-    let d = domain_index(domain);
+    let d = domain.index();
     let b = &atc.bandits[d];
     Ok(Outcome::Ok(json!({
-        "domain": domain_display_name(domain),
+        "domain": domain.display_name(),
         "strictness": strictness(domain),
         "thresholds": thresholds,
         "embedders": embedders,
@@ -636,7 +652,7 @@ fn get_calibration_metrics(ctx: &ReadCtx<'_>, args: &Args<'_>) -> ToolResult {
     let mut out = json!({
         "timeframe": timeframe,
         "since": since.to_rfc3339(),
-        "domain": domain.map(domain_display_name),
+        "domain": domain.map(Domain::display_name),
         "embedder_id": embedder,
         "observation_count": pair.raw.as_ref().map_or(0, |m| m.count),
         "metrics": metrics_json(pair.calibrated.as_ref()),
@@ -830,7 +846,7 @@ fn trigger_recalibration(ctx: &mut WriteCtx<'_>, args: &Args<'_>) -> ToolResult 
     };
     let atc: &mut AtcState = &mut ctx.svc.atc;
     let before = atc.metrics(&scope);
-    let name = domain_display_name(domain);
+    let name = domain.display_name();
     let (level_name, action, description, mut detail, error, change): (
         &str,
         &str,

@@ -45,7 +45,11 @@ pub const TOOLS: &[Tool] = &[
         name: "log_lesson_learned",
         aliases: &[],
         title: "Log a lesson learned",
-        description: "Log a strategy failure as a Lesson Learned to prevent future agents from repeating the same mistake. Call it after a root-cause analysis. One lesson per task and strategy (compared after Unicode case folding, whitespace collapsing and stripping surrounding punctuation): a duplicate answers LESSON_ALREADY_EXISTS with the existing lesson_id. Failures are structured results {success: false, error, detail}.",
+        description: || {
+            String::from(
+                "Log a strategy failure as a Lesson Learned to prevent future agents from repeating the same mistake. Call it after a root-cause analysis. One lesson per task and strategy (compared after Unicode case folding, whitespace collapsing and stripping surrounding punctuation): a duplicate answers LESSON_ALREADY_EXISTS with the existing lesson_id. Failures are structured results {success: false, error, detail}.",
+            )
+        },
         input_schema: log_input_schema,
         output_schema: log_output_schema,
         annotations: WRITE,
@@ -64,7 +68,11 @@ pub const TOOLS: &[Tool] = &[
         name: "check_strategy_blacklist",
         aliases: &[],
         title: "Check the strategy blacklist",
-        description: "Check whether a proposed strategy is blacklisted for a given task before attempting it. Matches the task's active lessons by normalised equality (exact), whole-word containment either way (contains: the proposal contains a failed strategy; contained_in: a failed strategy contains the proposal), or word-multiset Sørensen–Dice similarity ≥ 0.8 (similar), and reports match_type and score. An empty strategy is never blacklisted. include_related adds up to 5 advisory lessons from other tasks ranked by full-text relevance (bm25).",
+        description: || {
+            String::from(
+                "Check whether a proposed strategy is blacklisted for a given task before attempting it. Matches the task's active lessons by normalised equality (exact), whole-word containment either way (contains: the proposal contains a failed strategy; contained_in: a failed strategy contains the proposal), or word-multiset Sørensen–Dice similarity ≥ 0.8 (similar), and reports match_type and score. An empty strategy is never blacklisted. include_related adds up to 5 advisory lessons from other tasks ranked by full-text relevance (bm25).",
+            )
+        },
         input_schema: check_input_schema,
         output_schema: check_output_schema,
         annotations: READ,
@@ -75,7 +83,11 @@ pub const TOOLS: &[Tool] = &[
         name: "list_directive_history",
         aliases: &[],
         title: "List the directive history",
-        description: "Retrieve the log of all human interventions (MANUAL_FIX, FEEDBACK, OVERRIDE, ESCALATION), optionally filtered by task, newest first, with limit (1-1000, default 50) and offset (default 0) pagination, total_count and has_more.",
+        description: || {
+            String::from(
+                "Retrieve the log of all human interventions (MANUAL_FIX, FEEDBACK, OVERRIDE, ESCALATION), optionally filtered by task, newest first, with limit (1-1000, default 50) and offset (default 0) pagination, total_count and has_more.",
+            )
+        },
         input_schema: history_input_schema,
         output_schema: history_output_schema,
         annotations: READ,
@@ -86,7 +98,11 @@ pub const TOOLS: &[Tool] = &[
         name: "record_directive",
         aliases: &[],
         title: "Record a human intervention",
-        description: "Record a human intervention in the directive history: a manual fix, feedback, an override or an escalation, optionally for one task. actor defaults to USER.",
+        description: || {
+            String::from(
+                "Record a human intervention in the directive history: a manual fix, feedback, an override or an escalation, optionally for one task. actor defaults to USER.",
+            )
+        },
         input_schema: record_input_schema,
         output_schema: record_output_schema,
         annotations: WRITE,
@@ -103,7 +119,11 @@ pub const TOOLS: &[Tool] = &[
         name: "set_lesson_active",
         aliases: &[],
         title: "Activate or deactivate a lesson",
-        description: "Deactivate a lesson (its strategy is no longer blacklisted) or re-activate it, with a rationale. Name the lesson by lesson_id, or by task_id and strategy. Records an OVERRIDE entry in the directive history.",
+        description: || {
+            String::from(
+                "Deactivate a lesson (its strategy is no longer blacklisted) or re-activate it, with a rationale. Name the lesson by lesson_id, or by task_id and strategy. Records an OVERRIDE entry in the directive history.",
+            )
+        },
         input_schema: set_active_input_schema,
         output_schema: set_active_output_schema,
         annotations: WRITE,

@@ -10,10 +10,8 @@ use serde_json::{Value, json};
 
 use super::{Annotations, Args, Handler, Outcome, ReadCtx, Tool, ToolError, ToolResult, WriteCtx};
 use crate::service::Family;
-use crate::service::meta::{
-    Domain, Event, EventType, Lambdas, Method, NUM_EMBEDDERS, Prediction, RecalibrationPlan,
-    ResetScope,
-};
+use crate::service::meta::{Event, EventType, Method, Prediction, RecalibrationPlan, ResetScope};
+use crate::service::vocab::{Domain, Lambdas, NUM_EMBEDDERS};
 use crate::store::directives::{self, Directive, InterventionType};
 use crate::store::meta::{self as meta_store, CloseError, EventQuery, Windows};
 
@@ -23,7 +21,11 @@ pub const TOOLS: &[Tool] = &[
         name: "record_prediction",
         aliases: &[],
         title: "Record a prediction outcome",
-        description: "Record what a learning signal predicted and what actually happened. Either {prediction_id, actual} to close a prediction returned by gwt_compute_delta_sc, or {embedder_index, predicted, actual, delta_s?, delta_c?, domain?, ach_level?}. Updates the rolling accuracy, adjusts the λ weights when |predicted − actual| > 0.2, and escalates to Bayesian recalibration after 10 consecutive low-accuracy cycles.",
+        description: || {
+            String::from(
+                "Record what a learning signal predicted and what actually happened. Either {prediction_id, actual} to close a prediction returned by gwt_compute_delta_sc, or {embedder_index, predicted, actual, delta_s?, delta_c?, domain?, ach_level?}. Updates the rolling accuracy, adjusts the λ weights when |predicted − actual| > 0.2, and escalates to Bayesian recalibration after 10 consecutive low-accuracy cycles.",
+            )
+        },
         input_schema: record_input_schema,
         output_schema: record_output_schema,
         annotations: Annotations {
@@ -38,7 +40,11 @@ pub const TOOLS: &[Tool] = &[
         name: "get_meta_learning_status",
         aliases: &[],
         title: "Meta-learning status",
-        description: "Get the current Meta-UTL self-correction status: rolling accuracy, λ weights and their deviation from the lifecycle base, escalation state, lifecycle stage, and optionally the accuracy history and per-embedder (E1-E13) accuracy and weights.",
+        description: || {
+            String::from(
+                "Get the current Meta-UTL self-correction status: rolling accuracy, λ weights and their deviation from the lifecycle base, escalation state, lifecycle stage, and optionally the accuracy history and per-embedder (E1-E13) accuracy and weights.",
+            )
+        },
         input_schema: status_input_schema,
         output_schema: status_output_schema,
         annotations: Annotations {
@@ -53,7 +59,11 @@ pub const TOOLS: &[Tool] = &[
         name: "trigger_lambda_recalibration",
         aliases: &[],
         title: "Recalibrate the λ weights",
-        description: "Recalibrate the λ weights from the replay window (the last 100 recorded predictions, of one domain if given): a gradient step, or Bayesian optimisation (Gaussian process + Expected Improvement over λ_s in [0.1, 0.9]) when forced or when an escalation is pending. dry_run computes without changing anything.",
+        description: || {
+            String::from(
+                "Recalibrate the λ weights from the replay window (the last 100 recorded predictions, of one domain if given): a gradient step, or Bayesian optimisation (Gaussian process + Expected Improvement over λ_s in [0.1, 0.9]) when forced or when an escalation is pending. dry_run computes without changing anything.",
+            )
+        },
         input_schema: recalibrate_input_schema,
         output_schema: recalibrate_output_schema,
         annotations: Annotations {
@@ -68,7 +78,11 @@ pub const TOOLS: &[Tool] = &[
         name: "get_meta_learning_log",
         aliases: &[],
         title: "Meta-learning event log",
-        description: "Query the meta-learning event log (newest first) with optional time range (RFC 3339), event type and domain filters, and limit/offset pagination.",
+        description: || {
+            String::from(
+                "Query the meta-learning event log (newest first) with optional time range (RFC 3339), event type and domain filters, and limit/offset pagination.",
+            )
+        },
         input_schema: log_input_schema,
         output_schema: log_output_schema,
         annotations: Annotations {
@@ -83,7 +97,11 @@ pub const TOOLS: &[Tool] = &[
         name: "reset_meta_learning",
         aliases: &[],
         title: "Reset meta-learning state",
-        description: "Operator reset: 'lambdas' returns λ to the lifecycle base, 'escalation' clears the low-accuracy count, Bayesian failures and a human-review escalation, 'all' does both and empties the rolling accuracy windows. The event log is kept; a self_healing event and a directive-history entry record the reset.",
+        description: || {
+            String::from(
+                "Operator reset: 'lambdas' returns λ to the lifecycle base, 'escalation' clears the low-accuracy count, Bayesian failures and a human-review escalation, 'all' does both and empties the rolling accuracy windows. The event log is kept; a self_healing event and a directive-history entry record the reset.",
+            )
+        },
         input_schema: reset_input_schema,
         output_schema: reset_output_schema,
         annotations: Annotations {
@@ -122,7 +140,7 @@ fn lambdas_schema() -> Value {
 }
 
 fn lambdas_json(l: Lambdas) -> Value {
-    json!({"lambda_s": l.s, "lambda_c": l.c})
+    json!({"lambda_s": l.s(), "lambda_c": l.c()})
 }
 
 fn nullable_number() -> Value {
@@ -388,7 +406,7 @@ fn get_status(ctx: &ReadCtx<'_>, args: &Args<'_>) -> ToolResult {
         "consecutive_low_count": m.consecutive_low,
         "current_lambdas": lambdas_json(m.lambdas),
         "base_lambdas": lambdas_json(base),
-        "lambda_deviation": {"lambda_s": m.lambdas.s - base.s, "lambda_c": m.lambdas.c - base.c},
+        "lambda_deviation": {"lambda_s": m.lambdas.s() - base.s(), "lambda_c": m.lambdas.c() - base.c()},
         "escalation_status": m.escalation_status().as_str(),
         "bayesian_failure_count": m.bayesian_failures,
         "adjustment_count": m.adjustment_count,
@@ -491,8 +509,8 @@ fn trigger_recalibration(ctx: &mut WriteCtx<'_>, args: &Args<'_>) -> ToolResult 
                     format!(
                         "manual {} λ recalibration: λ_s {:.4} -> {:.4}",
                         plan.method.as_str(),
-                        before.s,
-                        ctx.svc.meta.lambdas.s
+                        before.s(),
+                        ctx.svc.meta.lambdas.s()
                     ),
                     "USER",
                     ctx.now,

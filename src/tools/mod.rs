@@ -1,9 +1,12 @@
 //! The tool registry (one list) and the dispatcher that runs a tool against the shared service
 //! and the store.
 //!
-//! Each tool family lives in its own file and exports `TOOLS: &[Tool]`, owning its names,
-//! descriptions, schemas, argument parsing and handlers. A handler never sees the lock, a
-//! JSON-RPC id or stdout: it gets a [`ReadCtx`] or [`WriteCtx`] and returns a [`ToolResult`].
+//! Each tool family lives in its own file and exports `TOOLS: &[Tool]`. A tool is a unit struct
+//! implementing [`ToolDef`] (name, texts, annotations, typed input and output from [`wire`]) and
+//! [`ReadTool`] or [`WriteTool`] (its handler); [`Tool::read`] / [`Tool::write`] turn it into a
+//! registry entry whose schemas are derived from the types. A handler only parses (done for it),
+//! calls the service operation, persists what it returns and shapes the answer. It never sees
+//! the lock, a JSON-RPC id or stdout: it gets a [`ReadCtx`] or [`WriteCtx`].
 //! [`App`] holds the `RwLock<MetaLearningService>` and the [`Store`], runs write tools inside one
 //! `BEGIN IMMEDIATE` transaction after reloading state other processes changed, and maps
 //! [`ToolError`] to the wire in one place ([`App::call_tool`]).
@@ -14,11 +17,15 @@ pub mod epistemic;
 pub mod lessons;
 pub mod meta_learning;
 pub mod utl;
+pub mod wire;
 
 use std::sync::LazyLock;
 
 use chrono::{DateTime, Utc};
 use parking_lot::RwLock;
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use crate::protocol::jsonrpc::RpcError;
@@ -107,9 +114,104 @@ pub enum Handler {
 /// MCP tool annotations (hints for clients; `openWorldHint` is always false here).
 #[derive(Debug, Clone, Copy)]
 pub struct Annotations {
+    /// `readOnlyHint`: the tool changes nothing (must equal "is a [`ReadTool`]").
     pub read_only: bool,
+    /// `destructiveHint`: the tool may overwrite or delete what was learned.
     pub destructive: bool,
+    /// `idempotentHint`: calling twice with the same arguments has no further effect.
     pub idempotent: bool,
+}
+
+/// A tool's wire description: its name, texts, annotations and typed input and output, from
+/// which the published schemas are derived ([`wire::input_schema`], [`wire::output_schema`]).
+pub trait ToolDef: 'static {
+    /// Matches `^[a-zA-Z0-9_-]{1,64}$`.
+    const NAME: &'static str;
+    /// Other names accepted by `tools/call` (not listed).
+    const ALIASES: &'static [&'static str] = &[];
+    /// Human-readable title.
+    const TITLE: &'static str;
+    /// When to use the tool and what to pass, for the model that calls it (built at run time
+    /// so that constants are quoted, never retyped).
+    fn description() -> String;
+    /// Hints for clients.
+    const ANNOTATIONS: Annotations;
+    /// The arguments (`deny_unknown_fields`; cross-field rules in [`wire::Validate`]).
+    type Input: DeserializeOwned + JsonSchema + wire::Validate;
+    /// The answer, `structuredContent` (serialises to a JSON object).
+    type Output: Serialize + JsonSchema;
+    /// Valid arguments that succeed on an empty database (registry tests, published as the
+    /// input schema's `examples` when small).
+    fn example() -> Value;
+}
+
+/// A tool that only reads; it may run concurrently with other reads.
+pub trait ReadTool: ToolDef {
+    /// Run the tool.
+    ///
+    /// # Errors
+    /// [`ToolError`] for arguments that only the data can refuse, or an internal failure.
+    fn run(ctx: &ReadCtx<'_>, input: Self::Input) -> Result<Answer<Self::Output>, ToolError>;
+}
+
+/// A tool that writes; it runs alone, in order, inside one transaction.
+pub trait WriteTool: ToolDef {
+    /// The cached families it may change: their store versions are bumped on success.
+    const FAMILIES: &'static [Family];
+    /// Run the tool; persist through `ctx.db`.
+    ///
+    /// # Errors
+    /// As [`ReadTool::run`]; the transaction then rolls back.
+    fn run(ctx: &mut WriteCtx<'_>, input: Self::Input) -> Result<Answer<Self::Output>, ToolError>;
+}
+
+/// A handler's answer: the output and whether it reports a tool-level failure (`isError`, for
+/// structured failures such as `LESSON_ALREADY_EXISTS` or `BELIEF_NOT_FOUND`). A failed answer's
+/// writes are still committed; return a [`ToolError`] to roll back.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Answer<O> {
+    /// The `structuredContent`.
+    pub output: O,
+    /// `isError`.
+    pub is_error: bool,
+}
+
+impl<O> Answer<O> {
+    /// A successful answer.
+    pub fn ok(output: O) -> Self {
+        Answer {
+            output,
+            is_error: false,
+        }
+    }
+
+    /// A structured failure (`isError: true`).
+    pub fn failed(output: O) -> Self {
+        Answer {
+            output,
+            is_error: true,
+        }
+    }
+}
+
+fn encode<O: Serialize>(answer: Answer<O>) -> ToolResult {
+    let v = serde_json::to_value(&answer.output)
+        .map_err(|e| ToolError::Internal(format!("the answer could not be encoded: {e}")))?;
+    Ok(if answer.is_error {
+        Outcome::Failed(v)
+    } else {
+        Outcome::Ok(v)
+    })
+}
+
+fn read_handler<T: ReadTool>(ctx: &ReadCtx<'_>, args: &Args<'_>) -> ToolResult {
+    let input = wire::parse::<T::Input>(args.value())?;
+    T::run(ctx, input).and_then(encode)
+}
+
+fn write_handler<T: WriteTool>(ctx: &mut WriteCtx<'_>, args: &Args<'_>) -> ToolResult {
+    let input = wire::parse::<T::Input>(args.value())?;
+    T::run(ctx, input).and_then(encode)
 }
 
 /// One tool: its wire description and its handler.
@@ -119,7 +221,7 @@ pub struct Tool {
     /// Other names accepted by `tools/call` (not listed).
     pub aliases: &'static [&'static str],
     pub title: &'static str,
-    pub description: &'static str,
+    pub description: fn() -> String,
     /// JSON Schema of the arguments (root `type: object`).
     pub input_schema: fn() -> Value,
     /// JSON Schema of `structuredContent` (root `type: object`).
@@ -131,6 +233,36 @@ pub struct Tool {
 }
 
 impl Tool {
+    /// The registry entry of a read tool.
+    pub const fn read<T: ReadTool>() -> Tool {
+        Tool {
+            name: T::NAME,
+            aliases: T::ALIASES,
+            title: T::TITLE,
+            description: T::description,
+            input_schema: wire::input_schema::<T::Input>,
+            output_schema: wire::output_schema::<T::Output>,
+            annotations: T::ANNOTATIONS,
+            handler: Handler::Read(read_handler::<T>),
+            example: T::example,
+        }
+    }
+
+    /// The registry entry of a write tool.
+    pub const fn write<T: WriteTool>() -> Tool {
+        Tool {
+            name: T::NAME,
+            aliases: T::ALIASES,
+            title: T::TITLE,
+            description: T::description,
+            input_schema: wire::input_schema::<T::Input>,
+            output_schema: wire::output_schema::<T::Output>,
+            annotations: T::ANNOTATIONS,
+            handler: Handler::Write(write_handler::<T>, T::FAMILIES),
+            example: T::example,
+        }
+    }
+
     /// Whether the tool writes.
     pub fn writes(&self) -> bool {
         matches!(self.handler, Handler::Write(..))
@@ -149,7 +281,7 @@ impl Tool {
         json!({
             "name": self.name,
             "title": self.title,
-            "description": self.description,
+            "description": (self.description)(),
             "inputSchema": input,
             "outputSchema": (self.output_schema)(),
             "annotations": {

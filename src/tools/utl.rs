@@ -14,10 +14,10 @@ use super::args::kind;
 use super::{Annotations, Args, Handler, Outcome, Tool, ToolError, ToolResult, WriteCtx};
 use crate::service::Family;
 use crate::service::delta_sc::{
-    self, ContextMember, DeltaScContext, DeltaScError, DeltaScInput, DeltaScOutput, EmbedderId,
-    EmbedderKind, Fingerprint, FingerprintBuilder, Lambda, MAX_NEIGHBOURS, MAX_NEXT_NEAREST,
-    NUM_EMBEDDERS, Neighbour, SPARSE_VOCAB,
+    self, ContextMember, DeltaScContext, DeltaScError, DeltaScInput, DeltaScOutput, EmbedderKind,
+    Fingerprint, FingerprintBuilder, MAX_NEIGHBOURS, MAX_NEXT_NEAREST, Neighbour, SPARSE_VOCAB,
 };
+use crate::service::vocab::{EmbedderId, NUM_EMBEDDERS};
 use crate::store::meta::{self as meta_store, OpenPrediction};
 use crate::store::vertices::{self, Update};
 
@@ -26,7 +26,11 @@ pub const TOOLS: &[Tool] = &[Tool {
     name: "gwt_compute_delta_sc",
     aliases: &["gwt/compute_delta_sc", "compute_delta_sc"],
     title: "Compute ΔS/ΔC of a memory update",
-    description: "Compute how surprising (ΔS) and how coherent (ΔC) an update of a memory vertex is, per embedder (E1-E13) and aggregated, from the vertex's previous versions and its nearest stored vertices. Returns the Johari quadrant with a suggested action, the λ-weighted learning score L = λ_s·ΔS + λ_c·ΔC, and a prediction_id: call record_prediction {prediction_id, actual} once the outcome is known so the λ weights learn. Persists the new version unless persist is false. Fingerprints carry all 13 embedders (ARCH-05).",
+    description: || {
+        String::from(
+            "Compute how surprising (ΔS) and how coherent (ΔC) an update of a memory vertex is, per embedder (E1-E13) and aggregated, from the vertex's previous versions and its nearest stored vertices. Returns the Johari quadrant with a suggested action, the λ-weighted learning score L = λ_s·ΔS + λ_c·ΔC, and a prediction_id: call record_prediction {prediction_id, actual} once the outcome is known so the λ weights learn. Persists the new version unless persist is false. Fingerprints carry all 13 embedders (ARCH-05).",
+        )
+    },
     input_schema,
     output_schema,
     annotations: Annotations {
@@ -429,7 +433,7 @@ fn shape_output(
     m.insert("learning_score".into(), json!(out.learning_score));
     m.insert(
         "lambda".into(),
-        json!({"lambda_s": out.lambda.lambda_s, "lambda_c": out.lambda.lambda_c}),
+        json!({"lambda_s": out.lambda.s(), "lambda_c": out.lambda.c()}),
     );
     m.insert(
         "embedder_weights".into(),
@@ -557,10 +561,7 @@ fn compute_delta_sc(ctx: &mut WriteCtx<'_>, args: &Args<'_>) -> ToolResult {
             next_nearest: &neighbours[split..],
         },
         weights: Some(weights),
-        lambda: Lambda {
-            lambda_s: lambdas.s,
-            lambda_c: lambdas.c,
-        },
+        lambda: lambdas,
         johari_threshold: johari,
         normalizer: &cache.normalizer,
     };

@@ -13,13 +13,10 @@ use super::bandit::{Selection, ThompsonBandit};
 use super::drift::{DEFAULT_ALPHA, DriftTracker, recommended_levels};
 use super::level4::{self, Level4Error, ThetaOptimum};
 use super::metrics::{CalibrationMetrics, CalibrationStatus};
-use super::temperature::{
-    self, EMBEDDER_COUNT, RangeBound, SkipReason, TemperatureFit, TemperatureRange,
-};
-use super::thresholds::{
-    Domain, THRESHOLD_COUNT, ThetaAccChange, ThresholdName, ThresholdSet, domain_index,
-};
+use super::temperature::{self, RangeBound, SkipReason, TemperatureFit, TemperatureRange};
+use super::thresholds::{THRESHOLD_COUNT, ThetaAccChange, ThresholdName, ThresholdSet};
 use crate::service::gp::BoConfig;
+use crate::service::vocab::{Domain, NUM_EMBEDDERS};
 
 /// Observations kept per embedder (the most recently received).
 pub const WINDOW_CAPACITY: usize = 10_000;
@@ -28,9 +25,6 @@ pub const WINDOW_CAPACITY: usize = 10_000;
 pub fn level4_interval() -> Duration {
     Duration::days(7)
 }
-
-/// Number of domains.
-pub const DOMAIN_COUNT: usize = 6;
 
 /// One calibration observation: an embedder reported `confidence` and the outcome was `correct`.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -75,7 +69,7 @@ impl Observation {
     /// [`AtcError::InvalidEmbedder`], [`AtcError::InvalidConfidence`] or
     /// [`AtcError::InvalidThresholdUsed`].
     pub fn validate(&self) -> Result<(), AtcError> {
-        if !(1..=EMBEDDER_COUNT as u8).contains(&self.embedder_id) {
+        if !(1..=NUM_EMBEDDERS as u8).contains(&self.embedder_id) {
             return Err(AtcError::InvalidEmbedder(self.embedder_id));
         }
         if !(0.0..=1.0).contains(&self.confidence) {
@@ -301,15 +295,15 @@ impl AtcState {
     pub fn new() -> AtcState {
         AtcState {
             thresholds: Domain::ALL.map(ThresholdSet::defaults).to_vec(),
-            temperatures: (1..=EMBEDDER_COUNT as u8)
+            temperatures: (1..=NUM_EMBEDDERS as u8)
                 .map(|e| TemperatureRange::for_embedder(e).map_or(1.0, |r| r.default))
                 .collect(),
-            bandits: vec![ThompsonBandit::new(); DOMAIN_COUNT],
-            selected: vec![None; DOMAIN_COUNT],
-            threshold_drift: vec![tracker(); DOMAIN_COUNT * THRESHOLD_COUNT],
-            gap_drift: vec![tracker(); EMBEDDER_COUNT],
-            windows: vec![VecDeque::new(); EMBEDDER_COUNT],
-            last_level4: vec![None; DOMAIN_COUNT],
+            bandits: vec![ThompsonBandit::new(); Domain::COUNT],
+            selected: vec![None; Domain::COUNT],
+            threshold_drift: vec![tracker(); Domain::COUNT * THRESHOLD_COUNT],
+            gap_drift: vec![tracker(); NUM_EMBEDDERS],
+            windows: vec![VecDeque::new(); NUM_EMBEDDERS],
+            last_level4: vec![None; Domain::COUNT],
         }
     }
 
@@ -322,18 +316,18 @@ impl AtcState {
     pub fn validate(&self) -> Result<(), AtcError> {
         let bad = |m: String| Err(AtcError::InvalidParts(m));
         let lens = [
-            ("thresholds", self.thresholds.len(), DOMAIN_COUNT),
-            ("temperatures", self.temperatures.len(), EMBEDDER_COUNT),
-            ("bandits", self.bandits.len(), DOMAIN_COUNT),
-            ("selected", self.selected.len(), DOMAIN_COUNT),
+            ("thresholds", self.thresholds.len(), Domain::COUNT),
+            ("temperatures", self.temperatures.len(), NUM_EMBEDDERS),
+            ("bandits", self.bandits.len(), Domain::COUNT),
+            ("selected", self.selected.len(), Domain::COUNT),
             (
                 "threshold_drift",
                 self.threshold_drift.len(),
-                DOMAIN_COUNT * THRESHOLD_COUNT,
+                Domain::COUNT * THRESHOLD_COUNT,
             ),
-            ("gap_drift", self.gap_drift.len(), EMBEDDER_COUNT),
-            ("windows", self.windows.len(), EMBEDDER_COUNT),
-            ("last_level4", self.last_level4.len(), DOMAIN_COUNT),
+            ("gap_drift", self.gap_drift.len(), NUM_EMBEDDERS),
+            ("windows", self.windows.len(), NUM_EMBEDDERS),
+            ("last_level4", self.last_level4.len(), Domain::COUNT),
         ];
         for (what, have, want) in lens {
             if have != want {
@@ -376,7 +370,7 @@ impl AtcState {
 
     /// Current thresholds of `domain`.
     pub fn thresholds(&self, domain: Domain) -> &ThresholdSet {
-        &self.thresholds[domain_index(domain)]
+        &self.thresholds[domain.index()]
     }
 
     /// Current temperature of embedder `embedder_id ∈ 1..=13` (1.0 for any other id).
@@ -395,7 +389,7 @@ impl AtcState {
 
     /// Level 1 tracker of `(domain, name)`.
     pub fn threshold_tracker(&self, domain: Domain, name: ThresholdName) -> &DriftTracker {
-        &self.threshold_drift[domain_index(domain) * THRESHOLD_COUNT + name.index()]
+        &self.threshold_drift[domain.index() * THRESHOLD_COUNT + name.index()]
     }
 
     /// Takes in one observation: appends it to its embedder's window (dropping the oldest beyond
@@ -412,7 +406,7 @@ impl AtcState {
         let e = usize::from(o.embedder_id) - 1;
         let gap = self.calibrated(&o) - if o.correct { 1.0 } else { 0.0 };
         self.gap_drift[e].update(gap);
-        let d = domain_index(o.domain);
+        let d = o.domain.index();
         if let (Some(name), Some(used)) = (o.threshold_name, o.threshold_used) {
             self.threshold_drift[d * THRESHOLD_COUNT + name.index()].update(used);
             effect.threshold_tracked = true;
@@ -514,8 +508,8 @@ impl AtcState {
     /// measured on the window. With [`RunMode::Apply`] the fitted temperatures replace the
     /// current ones; skipped embedders keep theirs.
     pub fn run_level2(&mut self, mode: RunMode) -> Level2Report {
-        let mut embedders = Vec::with_capacity(EMBEDDER_COUNT);
-        for e in 1..=EMBEDDER_COUNT as u8 {
+        let mut embedders = Vec::with_capacity(NUM_EMBEDDERS);
+        for e in 1..=NUM_EMBEDDERS as u8 {
             let range = TemperatureRange::for_embedder(e).expect("1..=13");
             let window = &self.windows[usize::from(e) - 1];
             // Signed logits t = ±logit(p), computed once and shared by the fit and the
@@ -576,7 +570,7 @@ impl AtcState {
         mode: RunMode,
         rng: &mut R,
     ) -> Level3Report {
-        let d = domain_index(domain);
+        let d = domain.index();
         let mut bandit = self.bandits[d].clone();
         if reset {
             bandit.reset();
@@ -621,8 +615,8 @@ impl AtcState {
         let poor = self
             .domain_status(domain)
             .is_some_and(CalibrationStatus::needs_level4);
-        let due = self.last_level4[domain_index(domain)]
-            .is_none_or(|last| now - last >= level4_interval());
+        let due =
+            self.last_level4[domain.index()].is_none_or(|last| now - last >= level4_interval());
         poor || due
     }
 
@@ -640,7 +634,7 @@ impl AtcState {
     ) -> Level4Report {
         let should_optimize = self.should_optimize_level4(domain, now);
         let samples = self.domain_samples(domain);
-        let d = domain_index(domain);
+        let d = domain.index();
         let current = self.thresholds[d].get(ThresholdName::ThetaAcc);
         let outcome = match level4::optimize_theta_acc(&samples, current, cfg) {
             Err(e) => Level4Outcome::Skipped(e),
@@ -746,7 +740,7 @@ mod tests {
                 evicted: false
             }
         );
-        assert_eq!(s.bandits[domain_index(Domain::Code)].successes()[2], 1);
+        assert_eq!(s.bandits[Domain::Code.index()].successes()[2], 1);
         assert_eq!(
             s.threshold_tracker(Domain::Code, ThresholdName::ThetaAcc)
                 .count(),

@@ -17,7 +17,6 @@ pub const MIN_SAMPLES: usize = 10;
 pub const LOG_T_TOLERANCE: f64 = 1e-12;
 
 // The embedder vocabulary (count, names by id − 1) is defined once, with the fingerprint.
-pub use crate::service::delta_sc::fingerprint::{EMBEDDER_NAMES, NUM_EMBEDDERS as EMBEDDER_COUNT};
 
 /// A temperature's default and its inclusive search range `[lo, hi]`, `0 < lo ≤ default ≤ hi`.
 #[derive(Debug, Clone, Copy, PartialEq)]

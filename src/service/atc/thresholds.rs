@@ -14,31 +14,7 @@ use std::fmt;
 
 use thiserror::Error;
 
-pub use crate::service::meta::Domain;
-
-/// Position of `domain` in [`Domain::ALL`], `0..6` (the index of per-domain arrays here).
-pub fn domain_index(domain: Domain) -> usize {
-    match domain {
-        Domain::Code => 0,
-        Domain::Medical => 1,
-        Domain::Legal => 2,
-        Domain::Creative => 3,
-        Domain::Research => 4,
-        Domain::General => 5,
-    }
-}
-
-/// Capitalised name, as the ATC seed's schema enum spells it (`"Code"`, …, `"General"`).
-pub fn domain_display_name(domain: Domain) -> &'static str {
-    match domain {
-        Domain::Code => "Code",
-        Domain::Medical => "Medical",
-        Domain::Legal => "Legal",
-        Domain::Creative => "Creative",
-        Domain::Research => "Research",
-        Domain::General => "General",
-    }
-}
+use crate::service::vocab::Domain;
 
 /// Strictness `s ∈ [0, 1]` (THRESHOLDS.md): medical 1.0, code 0.9, legal 0.8, research 0.5,
 /// general 0.5, creative 0.2.
@@ -444,8 +420,8 @@ mod tests {
         assert_eq!(ThresholdName::parse("THETA_ACC"), None);
         assert_eq!(ThresholdName::parse("theta_nope"), None);
         for (i, d) in Domain::ALL.into_iter().enumerate() {
-            assert_eq!(domain_index(d), i);
-            assert_eq!(Domain::parse(domain_display_name(d)), Some(d));
+            assert_eq!(d.index(), i);
+            assert_eq!(Domain::parse(d.display_name()), Some(d));
         }
     }
 

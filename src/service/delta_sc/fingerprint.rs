@@ -8,25 +8,8 @@
 
 use thiserror::Error;
 
-// Number of embedders in a fingerprint (ARCH-05: all must be present), defined once.
-pub use crate::service::meta::NUM_EMBEDDERS;
+pub use crate::service::vocab::{EMBEDDER_NAMES, EmbedderId, NUM_EMBEDDERS};
 
-/// Embedder display names by index (SPEC §3): `EMBEDDER_NAMES[0]` is E1.
-pub const EMBEDDER_NAMES: [&str; NUM_EMBEDDERS] = [
-    "E1_Semantic",
-    "E2_Temporal_Recent",
-    "E3_Temporal_Periodic",
-    "E4_Temporal_Positional",
-    "E5_Causal",
-    "E6_Sparse_Lexical",
-    "E7_Code",
-    "E8_Graph",
-    "E9_HDC",
-    "E10_Multimodal",
-    "E11_Entity",
-    "E12_Late_Interaction",
-    "E13_SPLADE",
-];
 /// Size of the sparse vocabulary of E6 and E13; every sparse index must be below it.
 pub const SPARSE_VOCAB: usize = 30_522;
 /// Length of one E12 late-interaction token vector.
@@ -52,104 +35,7 @@ pub enum EmbedderKind {
     },
 }
 
-/// One of the 13 embedders: index 0..=12 (`embedder_index`), id 1..=13 (`embedder_id`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum EmbedderId {
-    /// E1_Semantic, dense 1024.
-    Semantic,
-    /// E2_Temporal_Recent, dense 512.
-    TemporalRecent,
-    /// E3_Temporal_Periodic, dense 512.
-    TemporalPeriodic,
-    /// E4_Temporal_Positional, dense 512.
-    TemporalPositional,
-    /// E5_Causal, dense 768 (asymmetric distance, see `distance`).
-    Causal,
-    /// E6_Sparse_Lexical, sparse over 30,522 terms.
-    SparseLexical,
-    /// E7_Code, dense 1536.
-    Code,
-    /// E8_Graph, dense 384.
-    Graph,
-    /// E9_HDC, dense 1024 read as a sign-binarised hypervector.
-    Hdc,
-    /// E10_Multimodal, dense 768.
-    Multimodal,
-    /// E11_Entity, dense 384.
-    Entity,
-    /// E12_Late_Interaction, tokens of 128.
-    LateInteraction,
-    /// E13_SPLADE, sparse over 30,522 terms.
-    Splade,
-}
-
 impl EmbedderId {
-    /// All embedders in index order.
-    pub const ALL: [EmbedderId; NUM_EMBEDDERS] = [
-        EmbedderId::Semantic,
-        EmbedderId::TemporalRecent,
-        EmbedderId::TemporalPeriodic,
-        EmbedderId::TemporalPositional,
-        EmbedderId::Causal,
-        EmbedderId::SparseLexical,
-        EmbedderId::Code,
-        EmbedderId::Graph,
-        EmbedderId::Hdc,
-        EmbedderId::Multimodal,
-        EmbedderId::Entity,
-        EmbedderId::LateInteraction,
-        EmbedderId::Splade,
-    ];
-
-    /// Zero-based index, 0..=12 (`embedder_index` in the meta-learning tools).
-    pub fn index(self) -> usize {
-        self as usize
-    }
-
-    /// One-based id, 1..=13 (`embedder_id` in the ATC tools).
-    pub fn id(self) -> u8 {
-        self as u8 + 1
-    }
-
-    /// The embedder at `index` (0..=12), `None` outside.
-    pub fn from_index(index: usize) -> Option<Self> {
-        Self::ALL.get(index).copied()
-    }
-
-    /// The embedder with one-based `id` (1..=13), `None` outside.
-    pub fn from_id(id: u8) -> Option<Self> {
-        (id as usize).checked_sub(1).and_then(Self::from_index)
-    }
-
-    /// Display name, e.g. `E1_Semantic`.
-    pub fn name(self) -> &'static str {
-        EMBEDDER_NAMES[self.index()]
-    }
-
-    /// Fingerprint field name, e.g. `e1_semantic`.
-    pub fn field(self) -> &'static str {
-        [
-            "e1_semantic",
-            "e2_temporal_recent",
-            "e3_temporal_periodic",
-            "e4_temporal_positional",
-            "e5_causal",
-            "e6_sparse",
-            "e7_code",
-            "e8_graph",
-            "e9_hdc",
-            "e10_multimodal",
-            "e11_entity",
-            "e12_late_interaction",
-            "e13_splade",
-        ][self.index()]
-    }
-
-    /// The embedder whose fingerprint field is `field` (exact, lowercase), `None` otherwise.
-    pub fn from_field(field: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|e| e.field() == field)
-    }
-
     /// The shape of this embedder's vector (SPEC §3).
     pub fn kind(self) -> EmbedderKind {
         use EmbedderId::*;

@@ -37,6 +37,8 @@ mod tests;
 use thiserror::Error;
 use uuid::Uuid;
 
+use crate::service::vocab::Lambdas;
+
 pub use coherence::{CoherenceParts, JohariQuadrant, JohariThresholdError, Silhouette};
 pub use distance::{DistanceMethod, PreparedFingerprint};
 pub use fingerprint::{
@@ -96,15 +98,6 @@ pub struct DeltaScContext<'a> {
     pub next_nearest: &'a [Neighbour<'a>],
 }
 
-/// The λ weights of the learning score `L = λ_s·ΔS + λ_c·ΔC` (SPEC §3).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Lambda {
-    /// Weight of surprise, in [0, 1].
-    pub lambda_s: f64,
-    /// Weight of coherence, in [0, 1].
-    pub lambda_c: f64,
-}
-
 /// Everything [`compute`] needs.
 #[derive(Debug, Clone, Copy)]
 pub struct DeltaScInput<'a> {
@@ -117,7 +110,7 @@ pub struct DeltaScInput<'a> {
     /// Per-embedder aggregation weights (non-negative, normalised to sum 1); `None` → 1/13 each.
     pub weights: Option<[f64; NUM_EMBEDDERS]>,
     /// λ for the learning score.
-    pub lambda: Lambda,
+    pub lambda: Lambdas,
     /// Requested Johari threshold in [0, 1] (`None` → 0.5), clamped to [0.35, 0.65].
     pub johari_threshold: Option<f64>,
     /// Running distributions that normalise raw surprise.
@@ -141,9 +134,6 @@ pub enum DeltaScError {
     /// Weights not finite, negative, or all zero.
     #[error("embedder weights: {0}")]
     Weights(String),
-    /// λ not finite or outside [0, 1].
-    #[error("lambda: λ_s and λ_c must be finite and in [0, 1], got ({0}, {1})")]
-    Lambda(f64, f64),
 }
 
 /// Which context member a diagnostic distance refers to.
@@ -204,7 +194,7 @@ pub struct DeltaScOutput {
     /// λ_s·ΔS + λ_c·ΔC.
     pub learning_score: f64,
     /// λ used.
-    pub lambda: Lambda,
+    pub lambda: Lambdas,
     /// Johari threshold used (after clamping).
     pub johari_threshold: f64,
     /// The members of H, in the order of each outcome's `context_distances`.
@@ -264,13 +254,7 @@ pub fn compute(input: &DeltaScInput<'_>) -> Result<DeltaScOutput, DeltaScError> 
         })?;
     let johari_threshold = coherence::johari_threshold(input.johari_threshold)?;
     let weights = normalised_weights(input.weights)?;
-    let Lambda { lambda_s, lambda_c } = input.lambda;
-    if ![lambda_s, lambda_c]
-        .iter()
-        .all(|x| x.is_finite() && (0.0..=1.0).contains(x))
-    {
-        return Err(DeltaScError::Lambda(lambda_s, lambda_c));
-    }
+    let (lambda_s, lambda_c) = (input.lambda.s(), input.lambda.c());
 
     let ctx = &input.context;
     let versions =

@@ -35,7 +35,8 @@ macro_rules! wire_enum {
         impl $name {
             /// Wire names in schema order.
             pub const NAMES: &'static [&'static str] = &[$($wire),+];
-            const ALL: &'static [$name] = &[$($name::$variant),+];
+            /// Every value in schema order.
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
 
             /// The wire name.
             pub fn as_str(self) -> &'static str {
@@ -213,14 +214,6 @@ impl ActionRequest {
         source_nodes: &[&str],
     ) -> Result<Self, FieldError> {
         let action = ActionType::parse(action)?;
-        check_text("target", target, MAX_TARGET_CHARS)?;
-        let confidence = check_unit_range(
-            "confidence",
-            confidence.unwrap_or(DEFAULT_CONFIDENCE),
-            0.0,
-            1.0,
-        )?;
-        check_text("rationale", rationale, MAX_RATIONALE_CHARS)?;
         let uncertainty_type = uncertainty_type.map(UncertaintyType::parse).transpose()?;
         let source_nodes = source_nodes
             .iter()
@@ -231,12 +224,48 @@ impl ActionRequest {
                 })
             })
             .collect::<Result<Vec<_>, _>>()?;
+        Self::new(
+            action,
+            target.to_owned(),
+            confidence,
+            rationale.to_owned(),
+            uncertainty_type,
+            source_nodes,
+        )
+    }
+
+    /// A request from typed fields: checks `target` (1..=4096 characters, not blank),
+    /// `confidence` (default 0.5, finite in [0, 1]) and `rationale` (1..=1024 characters, not
+    /// blank), and computes the workspace key.
+    ///
+    /// # Errors
+    /// The first [`FieldError`], naming its field.
+    pub fn new(
+        action: ActionType,
+        target: String,
+        confidence: Option<f64>,
+        rationale: String,
+        uncertainty_type: Option<UncertaintyType>,
+        source_nodes: Vec<Uuid>,
+    ) -> Result<Self, FieldError> {
+        check_text("target", &target, MAX_TARGET_CHARS)?;
+        let confidence = check_unit_range(
+            "confidence",
+            confidence.unwrap_or(DEFAULT_CONFIDENCE),
+            0.0,
+            1.0,
+        )?;
+        check_text("rationale", &rationale, MAX_RATIONALE_CHARS)?;
+        let normalised_target = fold_text(&target);
+        if normalised_target.is_empty() {
+            return Err(FieldError::Empty { field: "target" });
+        }
         Ok(ActionRequest {
             action,
-            target: target.to_owned(),
-            normalised_target: fold_text(target),
+            target,
+            normalised_target,
             confidence,
-            rationale: rationale.to_owned(),
+            rationale,
             uncertainty_type,
             source_nodes,
         })
