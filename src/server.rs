@@ -638,35 +638,18 @@ fn answer(app: &App, msg: Incoming) -> Option<Vec<u8>> {
     }
 }
 
-/// Answer one request as an encoded success line, or the error to encode.
+/// Answer one request as an encoded success line, or the error to encode. The request's
+/// protocol era (from its `_meta`) shapes the result; see [`mcp::shape_result`].
 fn handle(app: &App, id: &Id, method: &str, params: &Value) -> Result<Vec<u8>, RpcError> {
-    let era = mcp::era_of(params).map_err(|requested| RpcError {
-        code: mcp::UNSUPPORTED_PROTOCOL_VERSION,
-        message: format!(
-            "Unsupported protocol version {requested:?}; supported: {}",
-            mcp::all_versions().join(", ")
-        ),
-        data: Some(json!({"supported": mcp::all_versions(), "requested": requested})),
-    })?;
-    let stateless = era == mcp::Era::Stateless;
+    let era = mcp::era_of(params).map_err(|requested| mcp::unsupported_version(&requested))?;
     Ok(match handle_method(app, id, method, params)? {
         Reply::Tool(r) => {
-            let result_type = stateless.then_some("complete");
-            jsonrpc::success_line(
-                id,
-                &mcp::encode_call_result(&r.structured, r.is_error, result_type),
-            )
+            jsonrpc::success_line(id, &mcp::encode_tool_result(era, &r.structured, r.is_error))
         }
-        Reply::Value(mut result) => {
-            if let (true, Value::Object(obj)) = (stateless, &mut result) {
-                obj.entry("resultType").or_insert_with(|| json!("complete"));
-                if method == "tools/list" {
-                    obj.insert("ttlMs".into(), json!(mcp::TOOLS_LIST_TTL_MS));
-                    obj.insert("cacheScope".into(), json!("public"));
-                }
-            }
-            encode(&jsonrpc::success(id, result))
-        }
+        Reply::Value(result) => encode(&jsonrpc::success(
+            id,
+            mcp::shape_result(era, method, result),
+        )),
     })
 }
 
