@@ -23,170 +23,16 @@ use crate::protocol::jsonrpc::{
 use crate::protocol::mcp;
 use crate::tools::{self, App};
 
+mod io;
+
+use io::Line;
+
 /// The largest line accepted: 16 MiB. Longer lines are answered with `-32600` without being
 /// buffered whole.
 pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 
 /// Requests read but not yet answered, at most. Beyond this, reading stdin pauses.
 pub const MAX_IN_FLIGHT: usize = 256;
-
-/// Queued answers are gathered into one write of up to about this many bytes.
-const WRITE_BATCH_BYTES: usize = 256 * 1024;
-
-enum Line {
-    Data(Vec<u8>),
-    TooLarge,
-    Eof,
-}
-
-/// Read one line of at most `cap` bytes. An over-long line is consumed in chunks and reported
-/// as [`Line::TooLarge`] with memory bounded by `cap` plus one buffer.
-fn read_line<R: BufRead>(reader: &mut R, cap: usize) -> std::io::Result<Line> {
-    let mut buf = Vec::new();
-    let mut too_large = false;
-    loop {
-        let chunk = match reader.fill_buf() {
-            Ok(c) => c,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        if chunk.is_empty() {
-            return Ok(if too_large {
-                Line::TooLarge
-            } else if buf.is_empty() {
-                Line::Eof
-            } else {
-                Line::Data(buf)
-            });
-        }
-        let (take, done) = match chunk.iter().position(|&b| b == b'\n') {
-            Some(pos) => (pos, pos + 1),
-            None => (chunk.len(), chunk.len()),
-        };
-        if !too_large {
-            if buf.len() + take > cap {
-                too_large = true;
-                buf = Vec::new();
-            } else {
-                buf.extend_from_slice(&chunk[..take]);
-            }
-        }
-        let newline = done > take;
-        reader.consume(done);
-        if newline {
-            return Ok(if too_large {
-                Line::TooLarge
-            } else {
-                Line::Data(buf)
-            });
-        }
-    }
-}
-
-/// The reader thread: blocking reads of `reader`, one [`Line`] at a time into `lines`, until
-/// EOF, a read error (sent as `Err`) or the receiver is gone. A full channel blocks it, which
-/// is the back-pressure on a client that pipelines faster than we answer.
-///
-/// A thread of its own rather than tokio's stdin, which runs every read on the blocking pool:
-/// a blocking read here wakes as soon as the client writes, one thread hand-off less per
-/// request.
-fn reader_thread<R: BufRead>(mut reader: R, lines: mpsc::Sender<std::io::Result<Line>>) {
-    loop {
-        let line = read_line(&mut reader, MAX_LINE_BYTES);
-        let last = !matches!(line, Ok(Line::Data(_) | Line::TooLarge));
-        if lines.blocking_send(line).is_err() || last {
-            return;
-        }
-    }
-}
-
-/// Where answers go: the output, shared by the writer thread and the request tasks, and the
-/// queue the writer thread drains.
-///
-/// A task whose answer finds the queue empty and the output free writes it itself: one thread
-/// wake-up less per round trip (on this project's VM a wake-up costs tens of µs). Otherwise
-/// the answer is queued, and the writer thread sends every queued answer in one write and one
-/// flush (under pipelining, one system call for many answers). Either way each answer is
-/// flushed before anything waits on it. Answers may leave in any order; clients match them by
-/// id.
-struct Output<W> {
-    writer: Arc<parking_lot::Mutex<W>>,
-    queue: mpsc::Sender<Vec<u8>>,
-}
-
-impl<W> Clone for Output<W> {
-    fn clone(&self) -> Self {
-        Output {
-            writer: self.writer.clone(),
-            queue: self.queue.clone(),
-        }
-    }
-}
-
-impl<W: Write> Output<W> {
-    /// Write and flush `line` (without its newline) at once if nothing is queued and the output
-    /// is free; otherwise (or on an I/O error, which the writer thread will meet and report)
-    /// hand the line back for the queue.
-    fn write_now(&self, mut line: Vec<u8>) -> Result<(), Vec<u8>> {
-        if self.queue.capacity() == self.queue.max_capacity()
-            && let Some(mut w) = self.writer.try_lock()
-        {
-            line.push(b'\n');
-            if w.write_all(&line).and_then(|()| w.flush()).is_ok() {
-                return Ok(());
-            }
-            line.pop();
-        }
-        Err(line)
-    }
-
-    /// Send one answer line (without its newline). Waits while [`MAX_IN_FLIGHT`] answers are
-    /// queued: a client that does not read its answers slows us down instead of filling memory.
-    async fn send(&self, line: Vec<u8>) {
-        if let Err(line) = self.write_now(line) {
-            let _ = self.queue.send(line).await;
-        }
-    }
-
-    /// [`Output::send`] for a thread outside the async runtime (the write executor); with
-    /// `direct` false the answer is always queued.
-    fn send_blocking(&self, line: Vec<u8>, direct: bool) {
-        let queued = if direct {
-            self.write_now(line)
-        } else {
-            Err(line)
-        };
-        if let Err(line) = queued {
-            let _ = self.queue.blocking_send(line);
-        }
-    }
-}
-
-/// The writer thread: see [`Output`].
-fn writer_thread<W: Write>(
-    writer: Arc<parking_lot::Mutex<W>>,
-    mut out: mpsc::Receiver<Vec<u8>>,
-) -> std::io::Result<()> {
-    let mut batch = Vec::new();
-    while let Some(line) = out.blocking_recv() {
-        batch.clear();
-        batch.extend_from_slice(&line);
-        batch.push(b'\n');
-        while batch.len() < WRITE_BATCH_BYTES {
-            match out.try_recv() {
-                Ok(line) => {
-                    batch.extend_from_slice(&line);
-                    batch.push(b'\n');
-                }
-                Err(_) => break,
-            }
-        }
-        let mut w = writer.lock();
-        w.write_all(&batch)?;
-        w.flush()?;
-    }
-    writer.lock().flush()
-}
 
 /// How a request is scheduled.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -388,21 +234,8 @@ where
     R: BufRead + Send + 'static,
     W: Write + Send + 'static,
 {
-    let (out_tx, out_rx) = mpsc::channel::<Vec<u8>>(MAX_IN_FLIGHT);
-    let writer = Arc::new(parking_lot::Mutex::new(writer));
-    let out = Output {
-        writer: writer.clone(),
-        queue: out_tx,
-    };
-    let writer_thread = std::thread::Builder::new()
-        .name("stdout-writer".into())
-        .spawn(move || writer_thread(writer, out_rx))?;
-    let (line_tx, mut lines) = mpsc::channel(64);
-    // Not joined: on a shutdown signal it may be blocked in a read that never returns, and it
-    // ends with the process.
-    std::thread::Builder::new()
-        .name("stdin-reader".into())
-        .spawn(move || reader_thread(reader, line_tx))?;
+    let (out, writer_thread) = io::spawn_writer(writer)?;
+    let mut lines = io::spawn_reader(reader)?;
 
     let (write_tx, write_rx) = std::sync::mpsc::channel::<WriteJob>();
     let executor = {
@@ -556,10 +389,7 @@ where
     drop(write_tx);
     let _ = tokio::task::spawn_blocking(move || executor.join()).await;
     drop(out);
-    tokio::task::spawn_blocking(move || writer_thread.join())
-        .await
-        .map_err(std::io::Error::other)?
-        .unwrap_or_else(|_| Err(std::io::Error::other("the stdout writer panicked")))
+    writer_thread.join().await
 }
 
 /// The request id (as its JSON text) named by a `notifications/cancelled` line, if it is one.
@@ -779,17 +609,5 @@ mod tests {
         assert!(!ready(&mut r4).await, "w3 queued but not done");
         w3.finish();
         assert!(ready(&mut r4).await);
-    }
-
-    #[test]
-    fn long_lines_are_reported_without_keeping_them() {
-        let mut input: Vec<u8> = vec![b'x'; 100];
-        input.push(b'\n');
-        input.extend_from_slice(b"ok\nlast");
-        let mut r = std::io::BufReader::with_capacity(8, &input[..]);
-        assert!(matches!(read_line(&mut r, 10).unwrap(), Line::TooLarge));
-        assert!(matches!(read_line(&mut r, 10).unwrap(), Line::Data(d) if d == b"ok"));
-        assert!(matches!(read_line(&mut r, 10).unwrap(), Line::Data(d) if d == b"last"));
-        assert!(matches!(read_line(&mut r, 10).unwrap(), Line::Eof));
     }
 }
