@@ -22,6 +22,7 @@ use crate::protocol::jsonrpc::{
 use crate::protocol::mcp;
 use crate::tools::{self, App};
 
+mod executor;
 mod io;
 mod sequencer;
 
@@ -34,61 +35,6 @@ pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 
 /// Requests read but not yet answered, at most. Beyond this, reading stdin pauses.
 pub const MAX_IN_FLIGHT: usize = 256;
-
-/// Writes queued together are committed together, at most this many.
-const MAX_GROUP_COMMIT: usize = 64;
-
-/// One write request for the executor: the work (which answers it), the id to answer a failed
-/// commit with, and where the answer goes.
-struct WriteJob {
-    run: Box<dyn FnOnce() -> Option<Vec<u8>> + Send>,
-    id: Id,
-    /// Sends the answer (from the executor thread, so that the request's task need not wake
-    /// up first: one thread hand-off less on a write's round trip); `true` lets it write to
-    /// stdout itself, `false` queues it for the writer thread's batches.
-    deliver: Box<dyn FnOnce(Option<Vec<u8>>, bool) + Send>,
-    /// Signalled once the answer is delivered.
-    delivered: tokio::sync::oneshot::Sender<()>,
-}
-
-/// The write executor: one thread that runs queued writes in order, taking every write already
-/// queued (up to [`MAX_GROUP_COMMIT`]) into one group commit ([`App::write_batch`]).
-///
-/// A lone write costs what it did before; a pipelined stream of writes shares commits, so the
-/// WAL receives each changed page once per group instead of once per write. Answers are
-/// released only after the commit, so an answered write is durable.
-fn write_executor(app: Arc<App>, jobs: std::sync::mpsc::Receiver<WriteJob>) {
-    while let Ok(first) = jobs.recv() {
-        let mut group = vec![first];
-        while group.len() < MAX_GROUP_COMMIT {
-            match jobs.try_recv() {
-                Ok(job) => group.push(job),
-                Err(_) => break,
-            }
-        }
-        let mut runs = Vec::with_capacity(group.len());
-        let mut waiting = Vec::with_capacity(group.len());
-        for job in group {
-            runs.push(job.run);
-            waiting.push((job.id, job.deliver, job.delivered));
-        }
-        let answers = app.write_batch(|| runs.into_iter().map(|run| run()).collect::<Vec<_>>());
-        let answers: Vec<Option<Vec<u8>>> = match answers {
-            Ok(answers) => answers,
-            Err(e) => waiting
-                .iter()
-                .map(|(id, _, _)| Some(encode(&jsonrpc::failure(id, &e))))
-                .collect(),
-        };
-        // A lone write's answer goes straight out; a group's answers go to the writer thread,
-        // which writes them in one system call while the executor takes the next group.
-        let alone = waiting.len() == 1;
-        for ((_, deliver, delivered), answer) in waiting.into_iter().zip(answers) {
-            deliver(answer, alone);
-            let _ = delivered.send(());
-        }
-    }
-}
 
 /// Serve MCP over a line-delimited reader and writer until EOF or `shutdown` completes.
 ///
@@ -109,13 +55,7 @@ where
     let (out, writer_thread) = io::spawn_writer(writer)?;
     let mut lines = io::spawn_reader(reader)?;
 
-    let (write_tx, write_rx) = std::sync::mpsc::channel::<WriteJob>();
-    let executor = {
-        let app = app.clone();
-        std::thread::Builder::new()
-            .name("write-executor".into())
-            .spawn(move || write_executor(app, write_rx))?
-    };
+    let (write_tx, executor) = executor::spawn(app.clone())?;
 
     let mut seq = Sequencer::default();
     let limit = Arc::new(tokio::sync::Semaphore::new(MAX_IN_FLIGHT));
@@ -204,23 +144,20 @@ where
                 // run) and are committed in groups: they go to the write executor's thread.
                 // Reads and protocol requests are short and run on the worker.
                 if access == Access::Write {
-                    let (delivered, delivery) = tokio::sync::oneshot::channel();
                     let (out, cancelled) = (out.clone(), cancelled.clone());
-                    let job = WriteJob {
-                        run: Box::new(run),
-                        id: single_id.clone().unwrap_or(Id::Null),
-                        deliver: Box::new(move |answer, direct| {
+                    let delivery = write_tx.submit(
+                        Box::new(run),
+                        single_id.clone().unwrap_or(Id::Null),
+                        Box::new(move |answer, direct| {
                             if let Some(answer) = answer
                                 && !cancelled.load(Ordering::SeqCst)
                             {
                                 out.send_blocking(answer, direct);
                             }
                         }),
-                        delivered,
-                    };
-                    let sent = write_tx.send(job).is_ok();
+                    );
                     admission.queued();
-                    if sent {
+                    if let Some(delivery) = delivery {
                         let _ = delivery.await;
                     }
                     // Answered by the executor.
@@ -247,7 +184,7 @@ where
     // The executor ends with its queue and drops its handle on the store, so that the last
     // connection closes (checkpointing and removing the WAL file) before the process exits.
     drop(write_tx);
-    let _ = tokio::task::spawn_blocking(move || executor.join()).await;
+    executor.join().await;
     drop(out);
     writer_thread.join().await
 }
