@@ -7,8 +7,10 @@ use std::thread::JoinHandle;
 
 use tokio::sync::oneshot;
 
-use crate::protocol::jsonrpc::{self, Id};
+use crate::protocol::jsonrpc::Id;
 use crate::tools::App;
+
+use super::dispatch;
 
 /// Writes queued together are committed together, at most this many.
 const MAX_GROUP_COMMIT: usize = 64;
@@ -104,7 +106,7 @@ fn write_executor(app: Arc<App>, jobs: std_mpsc::Receiver<WriteJob>) {
             Ok(answers) => answers,
             Err(e) => waiting
                 .iter()
-                .map(|(id, _, _)| Some(super::encode(&jsonrpc::failure(id, &e))))
+                .map(|(id, _, _)| Some(dispatch::error_line(id, &e)))
                 .collect(),
         };
         // A lone write's answer goes straight out; a group's answers go to the writer thread,
