@@ -1,10 +1,13 @@
-//! MCP lifecycle messages: version negotiation, the `initialize` result, and the shapes of
-//! `tools/list` entries and `tools/call` results.
+//! MCP lifecycle messages: version negotiation, the `initialize` and `server/discover` results,
+//! the shapes of `tools/list` entries and `tools/call` results, and how each protocol era shapes
+//! a result (`resultType`, cache hints, the unsupported-version error).
 //!
 //! Source: Model Context Protocol specification, revisions 2024-11-05 … 2025-11-25
-//! (basic/lifecycle, server/tools).
+//! (basic/lifecycle, server/tools), and the stateless revision 2026-07-28.
 
 use serde_json::{Value, json};
+
+use crate::protocol::jsonrpc::RpcError;
 
 /// Protocol revisions this server speaks, preferred first.
 pub const SUPPORTED_VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
@@ -70,6 +73,52 @@ pub fn all_versions() -> Vec<&'static str> {
     std::iter::once(STATELESS_VERSION)
         .chain(SUPPORTED_VERSIONS)
         .collect()
+}
+
+/// The [`UNSUPPORTED_PROTOCOL_VERSION`] error for a request whose `_meta` asked for `requested`
+/// (as [`era_of`] reports it): the message and `data.supported` list [`all_versions`].
+pub fn unsupported_version(requested: &str) -> RpcError {
+    RpcError {
+        code: UNSUPPORTED_PROTOCOL_VERSION,
+        message: format!(
+            "Unsupported protocol version {requested:?}; supported: {}",
+            all_versions().join(", ")
+        ),
+        data: Some(json!({"supported": all_versions(), "requested": requested})),
+    }
+}
+
+/// The `resultType` a result carries in `era`: `"complete"` in the stateless revision, none in
+/// the handshake era.
+pub fn result_type(era: Era) -> Option<&'static str> {
+    match era {
+        Era::Handshake => None,
+        Era::Stateless => Some("complete"),
+    }
+}
+
+/// A protocol method's result object as `era` shapes it.
+///
+/// Stateless revision: the object gains `resultType` ([`result_type`]) unless it has one
+/// already, and the `tools/list` result gains the cache hints `ttlMs` ([`TOOLS_LIST_TTL_MS`])
+/// and `cacheScope: "public"` (the catalogue is the same for every user). Handshake era, or a
+/// result that is not an object: returned as it is.
+pub fn shape_result(era: Era, method: &str, mut result: Value) -> Value {
+    if let (Some(result_type), Value::Object(obj)) = (result_type(era), &mut result) {
+        obj.entry("resultType")
+            .or_insert_with(|| json!(result_type));
+        if method == "tools/list" {
+            obj.insert("ttlMs".into(), json!(TOOLS_LIST_TTL_MS));
+            obj.insert("cacheScope".into(), json!("public"));
+        }
+    }
+    result
+}
+
+/// A `tools/call` result as `era` shapes it, encoded to JSON text: [`encode_call_result`] with
+/// the era's [`result_type`].
+pub fn encode_tool_result(era: Era, structured: &Value, is_error: bool) -> Vec<u8> {
+    encode_call_result(structured, is_error, result_type(era))
 }
 
 fn server_info() -> Value {
@@ -188,6 +237,49 @@ mod tests {
             Err("2030-01-01".to_string())
         );
         assert_eq!(era_of(&v(json!(7))), Err("7".to_string()));
+    }
+
+    #[test]
+    fn results_are_shaped_by_era() {
+        let list = json!({"tools": []});
+        assert_eq!(
+            shape_result(Era::Handshake, "tools/list", list.clone()),
+            list
+        );
+        assert_eq!(
+            shape_result(Era::Stateless, "tools/list", list),
+            json!({"tools": [], "resultType": "complete", "ttlMs": TOOLS_LIST_TTL_MS,
+                   "cacheScope": "public"})
+        );
+        assert_eq!(
+            shape_result(Era::Stateless, "ping", json!({})),
+            json!({"resultType": "complete"})
+        );
+        let discover = discover_result(":memory:");
+        assert_eq!(
+            shape_result(Era::Stateless, "server/discover", discover.clone()),
+            discover,
+            "discover already carries its own resultType and private cache hints"
+        );
+        assert_eq!(
+            shape_result(Era::Stateless, "ping", json!(null)),
+            json!(null)
+        );
+    }
+
+    #[test]
+    fn an_unsupported_version_names_every_supported_one() {
+        let e = unsupported_version("2030-01-01");
+        assert_eq!(e.code, UNSUPPORTED_PROTOCOL_VERSION);
+        assert_eq!(
+            e.message,
+            "Unsupported protocol version \"2030-01-01\"; supported: 2026-07-28, 2025-11-25, \
+             2025-06-18, 2025-03-26, 2024-11-05"
+        );
+        assert_eq!(
+            e.data,
+            Some(json!({"supported": all_versions(), "requested": "2030-01-01"}))
+        );
     }
 
     #[test]

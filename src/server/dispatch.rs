@@ -1,0 +1,235 @@
+//! Answering one decoded line: the protocol methods (`server/discover`, `initialize`, `ping`,
+//! `tools/list`) and `tools/call`, batches, a handler's panic, and the client's cancellations.
+//!
+//! Nothing here awaits or touches the output: a line goes in, the bytes of its answer come
+//! out. How the answer is shaped for the request's protocol era is [`mcp`]'s business.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use serde_json::{Value, json};
+
+use crate::protocol::jsonrpc::{
+    self, Decoded, INVALID_REQUEST, Id, Incoming, METHOD_NOT_FOUND, Request, RpcError,
+};
+use crate::protocol::mcp;
+use crate::tools::{self, App};
+
+use super::MAX_LINE_BYTES;
+
+/// Set once the client cancels a request; read by its task and by its write's delivery.
+#[derive(Clone, Default)]
+pub(super) struct Cancelled(Arc<AtomicBool>);
+
+impl Cancelled {
+    /// Whether the client has cancelled the request.
+    pub(super) fn is_set(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// The requests the client may still cancel: each single request with an id, keyed by its id
+/// as JSON text.
+///
+/// MCP (basic/utilities/cancellation): the receiver should stop the request and must not send
+/// a response for it; a cancellation for an unknown or finished request is ignored.
+#[derive(Clone, Default)]
+pub(super) struct InFlight(Arc<parking_lot::Mutex<HashMap<String, Cancelled>>>);
+
+impl InFlight {
+    /// The cancellation flag of a request just read, tracked under `id` when it has one (a
+    /// request without one, a batch or a notification, cannot be cancelled).
+    pub(super) fn register(&self, id: Option<&Id>) -> Cancelled {
+        let cancelled = Cancelled::default();
+        if let Some(id) = id {
+            self.0
+                .lock()
+                .insert(id.to_value().to_string(), cancelled.clone());
+        }
+        cancelled
+    }
+
+    /// Cancel the request whose id has the JSON text `target`, if it is still tracked.
+    pub(super) fn cancel(&self, target: &str) {
+        if let Some(flag) = self.0.lock().get(target) {
+            flag.0.store(true, Ordering::SeqCst);
+            tracing::info!(request = %target, "request cancelled by the client");
+        }
+    }
+
+    /// Stop tracking the request `id`: its answer is ready (or dropped).
+    pub(super) fn forget(&self, id: &Id) {
+        self.0.lock().remove(&id.to_value().to_string());
+    }
+}
+
+/// The id of a line holding one request (not a notification, not a batch): such a request can
+/// be cancelled while queued or running, and its id answers a handler panic.
+pub(super) fn single_request_id(decoded: &Decoded) -> Option<Id> {
+    match decoded {
+        Decoded::Single(Incoming::Request(Request { id: Some(id), .. })) => Some(id.clone()),
+        _ => None,
+    }
+}
+
+/// The request id (as its JSON text) named by a `notifications/cancelled` line, if it is one:
+/// the key to [`InFlight::cancel`].
+pub(super) fn cancel_target(decoded: &Decoded) -> Option<String> {
+    match decoded {
+        Decoded::Single(Incoming::Request(Request {
+            id: None,
+            method,
+            params,
+        })) if method == "notifications/cancelled" => params.get("requestId").map(Value::to_string),
+        _ => None,
+    }
+}
+
+/// [`answer_line`], with a panic in a handler caught and answered `-32603` under `id`.
+pub(super) fn answer_caught(app: &App, decoded: Decoded, id: &Id) -> Option<Vec<u8>> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| answer_line(app, decoded)))
+        .unwrap_or_else(|_| {
+            tracing::error!("request handler panicked");
+            Some(error_line(
+                id,
+                &RpcError::internal("Internal error: the request handler failed"),
+            ))
+        })
+}
+
+/// Answer one decoded line: `None` when nothing is to be sent (notifications only).
+fn answer_line(app: &App, decoded: Decoded) -> Option<Vec<u8>> {
+    match decoded {
+        Decoded::Error(e) => Some(error_line(&Id::Null, &e)),
+        Decoded::Single(m) => answer(app, m),
+        Decoded::Batch(items) => {
+            let replies: Vec<Vec<u8>> = items.into_iter().filter_map(|m| answer(app, m)).collect();
+            (!replies.is_empty()).then(|| {
+                let mut out =
+                    Vec::with_capacity(replies.iter().map(|r| r.len() + 1).sum::<usize>() + 2);
+                out.push(b'[');
+                for (i, r) in replies.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    out.extend_from_slice(r);
+                }
+                out.push(b']');
+                out
+            })
+        }
+    }
+}
+
+/// A method's result before encoding.
+enum Reply {
+    /// A protocol result object.
+    Value(Value),
+    /// A `tools/call` answer, encoded by [`mcp::encode_tool_result`].
+    Tool(tools::ToolReply),
+}
+
+/// Answer one message of a line: `None` for a notification or a response.
+fn answer(app: &App, msg: Incoming) -> Option<Vec<u8>> {
+    match msg {
+        Incoming::Response => None,
+        Incoming::Invalid(id, e) => Some(error_line(&id, &e)),
+        Incoming::Request(Request {
+            id: None, method, ..
+        }) => {
+            tracing::debug!(method, "notification");
+            None
+        }
+        Incoming::Request(Request {
+            id: Some(id),
+            method,
+            params,
+        }) => Some(match handle(app, &id, &method, &params) {
+            Ok(result) => result,
+            Err(e) => error_line(&id, &e),
+        }),
+    }
+}
+
+/// Answer one request as an encoded success line, or the error to encode. The request's
+/// protocol era (from its `_meta`) shapes the result; see [`mcp::shape_result`].
+fn handle(app: &App, id: &Id, method: &str, params: &Value) -> Result<Vec<u8>, RpcError> {
+    let era = mcp::era_of(params).map_err(|requested| mcp::unsupported_version(&requested))?;
+    Ok(match handle_method(app, id, method, params)? {
+        Reply::Tool(r) => {
+            jsonrpc::success_line(id, &mcp::encode_tool_result(era, &r.structured, r.is_error))
+        }
+        Reply::Value(result) => encode(&jsonrpc::success(
+            id,
+            mcp::shape_result(era, method, result),
+        )),
+    })
+}
+
+/// Run one method: a protocol method's result, or a tool's answer.
+fn handle_method(app: &App, id: &Id, method: &str, params: &Value) -> Result<Reply, RpcError> {
+    match method {
+        "server/discover" => Ok(Reply::Value(mcp::discover_result(app.db_path()))),
+        "initialize" => {
+            let requested = params.get("protocolVersion").and_then(Value::as_str);
+            let version = mcp::negotiate_version(requested);
+            tracing::info!(requested, version, "initialize");
+            Ok(Reply::Value(mcp::initialize_result(version, app.db_path())))
+        }
+        "ping" => Ok(Reply::Value(json!({}))),
+        "tools/list" => Ok(Reply::Value(tools::list_result())),
+        "tools/call" => call_tool(app, id, params).map(Reply::Tool),
+        other => Err(RpcError::new(
+            METHOD_NOT_FOUND,
+            format!("Method not found: {other}"),
+        )),
+    }
+}
+
+/// Run a `tools/call`, logging its duration and outcome at debug level.
+fn call_tool(app: &App, id: &Id, params: &Value) -> Result<tools::ToolReply, RpcError> {
+    let name = params.get("name").and_then(Value::as_str).ok_or_else(|| {
+        RpcError::invalid_params("tools/call needs params.name, a string naming the tool")
+    })?;
+    let arguments = params.get("arguments").unwrap_or(&Value::Null);
+    let span = tracing::debug_span!("tools/call", tool = name, id = %id.display());
+    span.in_scope(|| {
+        let started = Instant::now();
+        let result = app.call(name, arguments);
+        let micros = started.elapsed().as_micros() as u64;
+        match &result {
+            Ok(r) if r.is_error => {
+                tracing::debug!(duration_us = micros, outcome = "tool_error", "done")
+            }
+            Ok(_) => tracing::debug!(duration_us = micros, outcome = "ok", "done"),
+            Err(e) => tracing::debug!(duration_us = micros, outcome = "error", code = e.code, message = %e.message, "done"),
+        }
+        result
+    })
+}
+
+/// One response as a line of JSON text (without the newline).
+fn encode(value: &Value) -> Vec<u8> {
+    serde_json::to_vec(value).unwrap_or_else(|e| {
+        tracing::error!(error = %e, "could not encode a response");
+        br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"Internal error: the response could not be encoded"}}"#.to_vec()
+    })
+}
+
+/// An error response as a line of JSON text (without the newline).
+pub(super) fn error_line(id: &Id, error: &RpcError) -> Vec<u8> {
+    encode(&jsonrpc::failure(id, error))
+}
+
+/// The answer to a line longer than [`MAX_LINE_BYTES`]: `-32600` with `id: null`.
+pub(super) fn too_large_line() -> Vec<u8> {
+    let err = RpcError::new(
+        INVALID_REQUEST,
+        format!(
+            "Invalid Request: request too large (the limit is {MAX_LINE_BYTES} bytes per line)"
+        ),
+    );
+    error_line(&Id::Null, &err)
+}

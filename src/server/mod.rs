@@ -1,0 +1,306 @@
+//! The stdio server: read a line → decode → schedule → answer → write one line and flush.
+//!
+//! Only this module writes to stdout. [`run`] wires the parts, one file per job:
+//! - `io.rs`: the stdin reader thread and the stdout writer thread, and `Output`, where every
+//!   answer goes;
+//! - `sequencer.rs`: which earlier requests a request waits for;
+//! - `dispatch.rs`: answering one decoded line (protocol methods, `tools/call`, batches) and
+//!   the client's cancellations;
+//! - `executor.rs`: the write executor thread and its group commit.
+//!
+//! This file holds the loop. Each line read is admitted by the sequencer and answered by a task
+//! of its own: reads run concurrently on the tokio workers, writes run one after another on the
+//! executor in reading order, so a piped script sees its writes applied in order, while `ping`
+//! and other protocol requests never wait for a tool. On EOF (or the shutdown signal) reading
+//! stops, every request already read is answered, the output is flushed, and [`run`] returns.
+
+use std::future::Future;
+use std::io::{BufRead, Write};
+use std::ops::ControlFlow;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tracing::Instrument;
+
+use crate::protocol::jsonrpc::{self, Decoded, Id};
+use crate::tools::App;
+
+mod dispatch;
+mod executor;
+mod io;
+mod sequencer;
+
+use dispatch::{Cancelled, InFlight};
+use executor::{ExecutorThread, WriteQueue};
+use io::{Line, Output, WriterThread};
+use sequencer::{Access, Admission, Sequencer};
+
+/// The largest line accepted: 16 MiB. Longer lines are answered with `-32600` without being
+/// buffered whole.
+pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
+
+/// Requests read but not yet answered, at most. Beyond this, reading stdin pauses.
+pub const MAX_IN_FLIGHT: usize = 256;
+
+/// Serve MCP over a line-delimited reader and writer until EOF or `shutdown` completes.
+///
+/// Returns after every request already read has been answered and the writer flushed.
+///
+/// # Errors
+/// An I/O error of the writer (e.g. stdout closed); reader errors end reading like EOF.
+pub async fn run<R, W>(
+    app: Arc<App>,
+    reader: R,
+    writer: W,
+    shutdown: impl Future<Output = ()>,
+) -> std::io::Result<()>
+where
+    R: BufRead + Send + 'static,
+    W: Write + Send + 'static,
+{
+    let (out, writer_thread) = io::spawn_writer(writer)?;
+    let mut lines = io::spawn_reader(reader)?;
+    let (writes, executor) = executor::spawn(app.clone())?;
+    let mut server = Server::new(app, out, writes);
+    tokio::pin!(shutdown);
+    server.serve(&mut lines, shutdown.as_mut()).await;
+    server.finish(executor, writer_thread).await
+}
+
+/// The state of the loop: what every request task gets a handle on, and the scheduling of the
+/// requests read so far.
+struct Server<W> {
+    app: Arc<App>,
+    out: Output<W>,
+    writes: WriteQueue,
+    sequencer: Sequencer,
+    /// One permit per request read and not yet answered, [`MAX_IN_FLIGHT`] in all.
+    permits: Arc<Semaphore>,
+    in_flight: InFlight,
+}
+
+impl<W: Write + Send + 'static> Server<W> {
+    /// A loop that has read nothing yet.
+    fn new(app: Arc<App>, out: Output<W>, writes: WriteQueue) -> Self {
+        Server {
+            app,
+            out,
+            writes,
+            sequencer: Sequencer::default(),
+            permits: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
+            in_flight: InFlight::default(),
+        }
+    }
+
+    /// Read lines and start answering each until EOF, a read error or `shutdown`.
+    async fn serve<F: Future<Output = ()>>(
+        &mut self,
+        lines: &mut mpsc::Receiver<std::io::Result<Line>>,
+        mut shutdown: Pin<&mut F>,
+    ) {
+        while let Some(bytes) = self.next_line(lines, shutdown.as_mut()).await {
+            if self.accept(bytes).await.is_break() {
+                break;
+            }
+        }
+    }
+
+    /// The next line that is not blank, or `None` once reading stops: EOF, a read error, or
+    /// `shutdown` (which wins over a line ready at the same time). An over-long line is
+    /// answered `-32600` and skipped.
+    async fn next_line<F: Future<Output = ()>>(
+        &self,
+        lines: &mut mpsc::Receiver<std::io::Result<Line>>,
+        mut shutdown: Pin<&mut F>,
+    ) -> Option<Vec<u8>> {
+        loop {
+            let line = tokio::select! {
+                biased;
+                () = shutdown.as_mut() => {
+                    tracing::info!("shutdown requested: finishing requests already read");
+                    return None;
+                }
+                line = lines.recv() => line.unwrap_or(Ok(Line::Eof)),
+            };
+            match line {
+                Ok(Line::Data(bytes)) if bytes.iter().all(u8::is_ascii_whitespace) => {}
+                Ok(Line::Data(bytes)) => return Some(bytes),
+                Ok(Line::TooLarge) => self.out.send(dispatch::too_large_line()).await,
+                Ok(Line::Eof) => return None,
+                Err(e) => {
+                    tracing::warn!(error = %e, "stdin read failed; stopping");
+                    return None;
+                }
+            }
+        }
+    }
+
+    /// Decode one line and start answering it in a task of its own; a cancellation is applied
+    /// here instead. Breaks when no more requests can be admitted.
+    async fn accept(&mut self, bytes: Vec<u8>) -> ControlFlow<()> {
+        let decoded = jsonrpc::decode_line(&bytes);
+        let access = Access::of(&decoded);
+        if let Some(target) = dispatch::cancel_target(&decoded) {
+            self.in_flight.cancel(&target);
+            return ControlFlow::Continue(());
+        }
+        let id = dispatch::single_request_id(&decoded);
+        let cancelled = self.in_flight.register(id.as_ref());
+        // Back-pressure: a client that pipelines faster than we answer waits on stdin instead
+        // of growing a queue of decoded requests without bound.
+        let Ok(permit) = self.permits.clone().acquire_owned().await else {
+            return ControlFlow::Break(());
+        };
+        let task = Task {
+            app: self.app.clone(),
+            decoded,
+            access,
+            id,
+            cancelled,
+            admission: self.sequencer.admit(access),
+            out: self.out.clone(),
+            in_flight: self.in_flight.clone(),
+            writes: self.writes.clone(),
+            permit,
+        };
+        tokio::spawn(task.run());
+        ControlFlow::Continue(())
+    }
+
+    /// Wait until every request read has been answered, then end the write executor and the
+    /// writer thread, in that order.
+    ///
+    /// # Errors
+    /// The writer thread's I/O error.
+    async fn finish(self, executor: ExecutorThread, writer: WriterThread) -> std::io::Result<()> {
+        // Every task holds a permit until its answer is queued: owning all permits means every
+        // request read has been answered.
+        let _all = self.permits.acquire_many(MAX_IN_FLIGHT as u32).await;
+        // The executor ends with its queue and drops its handle on the store, so that the last
+        // connection closes (checkpointing and removing the WAL file) before the process exits.
+        drop(self.writes);
+        executor.join().await;
+        drop(self.out);
+        writer.join().await
+    }
+}
+
+/// One request read, answered by a tokio task of its own once its [`Admission`] allows.
+struct Task<W> {
+    app: Arc<App>,
+    decoded: Decoded,
+    access: Access,
+    /// The id of a single request: it can be cancelled, and it answers a handler panic.
+    id: Option<Id>,
+    cancelled: Cancelled,
+    admission: Admission,
+    out: Output<W>,
+    in_flight: InFlight,
+    writes: WriteQueue,
+    /// Held until the answer is sent (see [`MAX_IN_FLIGHT`]).
+    permit: OwnedSemaphorePermit,
+}
+
+impl<W: Write + Send + 'static> Task<W> {
+    /// Wait for the requests this one is ordered after, answer it unless it was cancelled, send
+    /// the answer, and release the requests ordered after it.
+    async fn run(self) {
+        let Task {
+            app,
+            decoded,
+            access,
+            id,
+            cancelled,
+            mut admission,
+            out,
+            in_flight,
+            writes,
+            permit,
+        } = self;
+        admission.wait().await;
+        let reply = if cancelled.is_set() {
+            None
+        } else {
+            let panic_id = id.clone().unwrap_or(Id::Null);
+            let answer = move || dispatch::answer_caught(&app, decoded, &panic_id);
+            if access == Access::Write {
+                // Writes may hold the store for long (a 10,000-observation ingest, a Bayesian
+                // run) and are committed in groups: they go to the write executor's thread,
+                // which sends the answer itself.
+                let deliver = deliver_unless_cancelled(out.clone(), cancelled.clone());
+                let delivery =
+                    writes.submit(Box::new(answer), id.clone().unwrap_or(Id::Null), deliver);
+                admission.queued();
+                if let Some(delivery) = delivery {
+                    let _ = delivery.await;
+                }
+                None
+            } else {
+                // Reads and protocol requests are short and run on the worker.
+                answer()
+            }
+        };
+        if let Some(id) = &id {
+            in_flight.forget(id);
+        }
+        match reply {
+            Some(_) if cancelled.is_set() => {}
+            Some(reply) => out.send(reply).await,
+            None => {}
+        }
+        admission.finish();
+        drop(permit);
+    }
+}
+
+/// How the executor sends a write's answer: to `out`, unless the client has cancelled the
+/// request meanwhile.
+fn deliver_unless_cancelled<W: Write + Send + 'static>(
+    out: Output<W>,
+    cancelled: Cancelled,
+) -> executor::Deliver {
+    Box::new(move |answer, direct| {
+        if let Some(answer) = answer
+            && !cancelled.is_set()
+        {
+            out.send_blocking(answer, direct);
+        }
+    })
+}
+
+/// Convenience for the binary: serve on the process's stdin and stdout until EOF, SIGINT or
+/// SIGTERM.
+///
+/// # Errors
+/// An I/O error writing stdout.
+pub async fn run_stdio(app: Arc<App>) -> std::io::Result<()> {
+    let stdin = std::io::BufReader::with_capacity(64 * 1024, std::io::stdin());
+    run(app, stdin, std::io::stdout(), shutdown_signal())
+        .instrument(tracing::info_span!("server"))
+        .await
+}
+
+/// Completes on SIGTERM or SIGINT (Ctrl-C elsewhere); never, if the handlers cannot be set.
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        ) {
+            (Ok(mut term), Ok(mut int)) => {
+                tokio::select! {
+                    _ = term.recv() => {},
+                    _ = int.recv() => {},
+                }
+            }
+            _ => std::future::pending::<()>().await,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
