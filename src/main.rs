@@ -5,8 +5,9 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::Parser;
+use meta_utl_mcp::server;
 use meta_utl_mcp::store::{DbPath, Store};
-use meta_utl_mcp::{server, tools::App};
+use meta_utl_mcp::tools::{App, Profile, ToolFamily};
 use tracing_subscriber::EnvFilter;
 
 /// A stdio MCP server that gives coding agents a memory that corrects itself.
@@ -24,9 +25,48 @@ struct Cli {
     #[arg(long, value_name = "FILTER")]
     log_level: Option<String>,
 
+    /// Publish and accept only these tool families (comma-separated). An agent without an
+    /// embedding pipeline is served best by `lessons,epistemic`. [default: all]
+    #[arg(
+        long,
+        env = "META_UTL_TOOLS",
+        value_name = "FAMILY[,FAMILY…]",
+        value_enum,
+        value_delimiter = ','
+    )]
+    tools: Vec<FamilyArg>,
+
     /// Delete meta-learning events older than this many days at start-up.
     #[arg(long, default_value_t = 90, value_name = "DAYS")]
     event_retention_days: u32,
+}
+
+/// A tool family as `--tools` names it.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum FamilyArg {
+    /// λ weights, accuracy and escalation (record_prediction, get_meta_learning_status, …).
+    #[value(name = "meta_learning")]
+    MetaLearning,
+    /// Adaptive threshold calibration (record_calibration_observations, …).
+    Atc,
+    /// Surprise and coherence of memory updates (gwt_compute_delta_sc); needs 13 embeddings.
+    Utl,
+    /// The belief workspace (epistemic_action).
+    Epistemic,
+    /// Lessons, the strategy blacklist and directives.
+    Lessons,
+}
+
+impl From<FamilyArg> for ToolFamily {
+    fn from(f: FamilyArg) -> Self {
+        match f {
+            FamilyArg::MetaLearning => ToolFamily::MetaLearning,
+            FamilyArg::Atc => ToolFamily::Atc,
+            FamilyArg::Utl => ToolFamily::Utl,
+            FamilyArg::Epistemic => ToolFamily::Epistemic,
+            FamilyArg::Lessons => ToolFamily::Lessons,
+        }
+    }
 }
 
 const TTY_HINT: &str = "\
@@ -85,7 +125,13 @@ fn main() -> ExitCode {
         }
     }
     tracing::info!(database = %path.display(), "store opened");
-    let app = match App::new(store) {
+    let profile = if cli.tools.is_empty() {
+        Profile::all()
+    } else {
+        let families: Vec<ToolFamily> = cli.tools.iter().map(|f| (*f).into()).collect();
+        Profile::only(&families)
+    };
+    let app = match App::with_profile(store, profile) {
         Ok(app) => Arc::new(app),
         Err(e) => {
             eprintln!("meta-utl-mcp: {e}");

@@ -39,6 +39,55 @@ pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 /// How long a stateless client may cache `tools/list` (the catalogue is fixed per binary).
 pub const TOOLS_LIST_TTL_MS: u64 = 3_600_000;
 
+/// The first revision in which invalid tool arguments are tool results with `isError: true`
+/// rather than JSON-RPC `-32602` (SEP-1303, adopted in MCP 2025-11-25: clients pass tool
+/// results to the model and drop protocol errors).
+pub const ARGUMENT_ERRORS_AS_RESULTS_SINCE: &str = "2025-11-25";
+
+/// The client session of this stdio connection: the revision its `initialize` negotiated, if it
+/// sent one. A stdio server has exactly one client, so one session per process.
+#[derive(Debug, Default)]
+pub struct Session {
+    negotiated: parking_lot::Mutex<Option<&'static str>>,
+}
+
+impl Session {
+    /// Remember the revision an `initialize` negotiated (a later `initialize` replaces it).
+    pub fn set_negotiated(&self, version: &'static str) {
+        *self.negotiated.lock() = Some(version);
+    }
+
+    /// The negotiated revision, if the client sent `initialize`.
+    pub fn negotiated(&self) -> Option<&'static str> {
+        *self.negotiated.lock()
+    }
+
+    /// Whether invalid arguments of a `tools/call` with `params` in `era` are answered as a
+    /// tool result with `isError: true` (SEP-1303) rather than `-32602`:
+    ///
+    /// | the request                                        | invalid arguments |
+    /// |----------------------------------------------------|-------------------|
+    /// | stateless revision 2026-07-28                      | `isError` result  |
+    /// | session negotiated 2025-11-25 or later             | `isError` result  |
+    /// | session negotiated 2025-06-18 or older             | `-32602`          |
+    /// | no `initialize` (a script), no `_meta` version     | `isError` result  |
+    /// | no `initialize`, `_meta` names an older revision   | `-32602`          |
+    pub fn argument_errors_as_results(&self, era: Era, params: &Value) -> bool {
+        if era == Era::Stateless {
+            return true;
+        }
+        let meta = params
+            .get("_meta")
+            .and_then(|m| m.get(META_PROTOCOL_VERSION))
+            .and_then(Value::as_str);
+        match self.negotiated().or(meta) {
+            // Revisions are dates, so they compare as text.
+            Some(v) => v >= ARGUMENT_ERRORS_AS_RESULTS_SINCE,
+            None => true,
+        }
+    }
+}
+
 /// The protocol era of one request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Era {
@@ -121,6 +170,23 @@ pub fn encode_tool_result(era: Era, structured: &Value, is_error: bool) -> Vec<u
     encode_call_result(structured, is_error, result_type(era))
 }
 
+/// A `tools/call` result for invalid arguments (SEP-1303), encoded to JSON text: the message as
+/// the text block (what a client shows the model), `isError: true`, the family's structured
+/// error object as `structuredContent` when it has one, and the era's `resultType`.
+pub fn encode_argument_error(era: Era, message: &str, structured: Option<&Value>) -> Vec<u8> {
+    let mut result = json!({
+        "content": [{"type": "text", "text": message}],
+        "isError": true,
+    });
+    if let Some(s) = structured {
+        result["structuredContent"] = s.clone();
+    }
+    if let Some(rt) = result_type(era) {
+        result["resultType"] = json!(rt);
+    }
+    serde_json::to_vec(&result).unwrap_or_default()
+}
+
 fn server_info() -> Value {
     json!({
         "name": "meta-utl-mcp",
@@ -135,11 +201,11 @@ pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 /// The `server/discover` result (revision 2026-07-28): supported versions, capabilities,
 /// instructions, `resultType`, the cache hints every cacheable result carries (private: the
 /// instructions name this user's database), and the server identity in `_meta`.
-pub fn discover_result(database: &str) -> Value {
+pub fn discover_result(instructions: &str) -> Value {
     json!({
         "supportedVersions": all_versions(),
         "capabilities": {"tools": {"listChanged": false}},
-        "instructions": format!("{INSTRUCTIONS} Data is stored in {database}."),
+        "instructions": instructions,
         "resultType": "complete",
         "ttlMs": TOOLS_LIST_TTL_MS,
         "cacheScope": "private",
@@ -147,24 +213,14 @@ pub fn discover_result(database: &str) -> Value {
     })
 }
 
-/// Short guidance for the model on which tool to use when, sent as `instructions`.
-pub const INSTRUCTIONS: &str = "meta-utl-mcp is a self-correcting memory. \
-Before starting a strategy call check_strategy_blacklist; after a root-cause analysis of a failure call log_lesson_learned. \
-When a memory changes, call gwt_compute_delta_sc with the old and new fingerprints, then close its prediction with record_prediction {prediction_id, actual} once the outcome is known. \
-Feed confidence outcomes with record_calibration_observations; read get_calibration_metrics and get_threshold_status, and run trigger_recalibration when drift or poor calibration is reported. \
-Use epistemic_action to assert, hypothesize, verify, retract or query beliefs. \
-get_meta_learning_status, get_meta_learning_log and trigger_lambda_recalibration inspect and steer how the λ weights learn; reset_meta_learning acknowledges a human escalation.";
-
-/// The `initialize` result for a negotiated version.
-///
-/// `database` is the path of the store in use (or `:memory:`), appended to the instructions so
-/// an operator can see where data lives.
-pub fn initialize_result(version: &str, database: &str) -> Value {
+/// The `initialize` result for a negotiated version, with the `instructions` for the model
+/// (see `tools::App::instructions`).
+pub fn initialize_result(version: &str, instructions: &str) -> Value {
     json!({
         "protocolVersion": version,
         "capabilities": {"tools": {"listChanged": false}},
         "serverInfo": server_info(),
-        "instructions": format!("{INSTRUCTIONS} Data is stored in {database}."),
+        "instructions": instructions,
     })
 }
 
@@ -255,7 +311,7 @@ mod tests {
             shape_result(Era::Stateless, "ping", json!({})),
             json!({"resultType": "complete"})
         );
-        let discover = discover_result(":memory:");
+        let discover = discover_result("instructions");
         assert_eq!(
             shape_result(Era::Stateless, "server/discover", discover.clone()),
             discover,

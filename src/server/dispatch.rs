@@ -15,7 +15,7 @@ use crate::protocol::jsonrpc::{
     self, Decoded, INVALID_REQUEST, Id, Incoming, METHOD_NOT_FOUND, Request, RpcError,
 };
 use crate::protocol::mcp;
-use crate::tools::{self, App};
+use crate::tools::{self, App, CallError, wire};
 
 use super::MAX_LINE_BYTES;
 
@@ -129,6 +129,14 @@ enum Reply {
     Value(Value),
     /// A `tools/call` answer, encoded by [`mcp::encode_tool_result`].
     Tool(tools::ToolReply),
+    /// Invalid `tools/call` arguments answered as a tool result (SEP-1303), encoded by
+    /// [`mcp::encode_argument_error`].
+    ArgumentError {
+        /// Names the field and what is allowed.
+        message: String,
+        /// The family's structured error object, if any.
+        structured: Option<Value>,
+    },
 }
 
 /// Answer one message of a line: `None` for a notification or a response.
@@ -157,10 +165,17 @@ fn answer(app: &App, msg: Incoming) -> Option<Vec<u8>> {
 /// protocol era (from its `_meta`) shapes the result; see [`mcp::shape_result`].
 fn handle(app: &App, id: &Id, method: &str, params: &Value) -> Result<Vec<u8>, RpcError> {
     let era = mcp::era_of(params).map_err(|requested| mcp::unsupported_version(&requested))?;
-    Ok(match handle_method(app, id, method, params)? {
+    Ok(match handle_method(app, id, era, method, params)? {
         Reply::Tool(r) => {
             jsonrpc::success_line(id, &mcp::encode_tool_result(era, &r.structured, r.is_error))
         }
+        Reply::ArgumentError {
+            message,
+            structured,
+        } => jsonrpc::success_line(
+            id,
+            &mcp::encode_argument_error(era, &message, structured.as_ref()),
+        ),
         Reply::Value(result) => encode(&jsonrpc::success(
             id,
             mcp::shape_result(era, method, result),
@@ -169,18 +184,41 @@ fn handle(app: &App, id: &Id, method: &str, params: &Value) -> Result<Vec<u8>, R
 }
 
 /// Run one method: a protocol method's result, or a tool's answer.
-fn handle_method(app: &App, id: &Id, method: &str, params: &Value) -> Result<Reply, RpcError> {
+fn handle_method(
+    app: &App,
+    id: &Id,
+    era: mcp::Era,
+    method: &str,
+    params: &Value,
+) -> Result<Reply, RpcError> {
     match method {
-        "server/discover" => Ok(Reply::Value(mcp::discover_result(app.db_path()))),
+        "server/discover" => Ok(Reply::Value(mcp::discover_result(&app.instructions()))),
         "initialize" => {
             let requested = params.get("protocolVersion").and_then(Value::as_str);
             let version = mcp::negotiate_version(requested);
-            tracing::info!(requested, version, "initialize");
-            Ok(Reply::Value(mcp::initialize_result(version, app.db_path())))
+            app.session().set_negotiated(version);
+            let requested = requested.map(wire::clipped);
+            tracing::info!(requested = requested.as_deref(), version, "initialize");
+            Ok(Reply::Value(mcp::initialize_result(
+                version,
+                &app.instructions(),
+            )))
         }
         "ping" => Ok(Reply::Value(json!({}))),
-        "tools/list" => Ok(Reply::Value(tools::list_result())),
-        "tools/call" => call_tool(app, id, params).map(Reply::Tool),
+        "tools/list" => Ok(Reply::Value(app.profile().list_result())),
+        "tools/call" => match call_tool(app, id, params) {
+            Ok(r) => Ok(Reply::Tool(r)),
+            Err(CallError::InvalidArguments {
+                message,
+                structured,
+            }) if app.session().argument_errors_as_results(era, params) => {
+                Ok(Reply::ArgumentError {
+                    message,
+                    structured,
+                })
+            }
+            Err(e) => Err(e.into_rpc()),
+        },
         other => Err(RpcError::new(
             METHOD_NOT_FOUND,
             format!("Method not found: {other}"),
@@ -189,12 +227,14 @@ fn handle_method(app: &App, id: &Id, method: &str, params: &Value) -> Result<Rep
 }
 
 /// Run a `tools/call`, logging its duration and outcome at debug level.
-fn call_tool(app: &App, id: &Id, params: &Value) -> Result<tools::ToolReply, RpcError> {
+fn call_tool(app: &App, id: &Id, params: &Value) -> Result<tools::ToolReply, CallError> {
     let name = params.get("name").and_then(Value::as_str).ok_or_else(|| {
-        RpcError::invalid_params("tools/call needs params.name, a string naming the tool")
+        CallError::Rpc(RpcError::invalid_params(
+            "tools/call needs params.name, a string naming the tool",
+        ))
     })?;
     let arguments = params.get("arguments").unwrap_or(&Value::Null);
-    let span = tracing::debug_span!("tools/call", tool = name, id = %id.display());
+    let span = tracing::debug_span!("tools/call", tool = %wire::clipped(name), id = %id.display());
     span.in_scope(|| {
         let started = Instant::now();
         let result = app.call(name, arguments);
@@ -204,7 +244,8 @@ fn call_tool(app: &App, id: &Id, params: &Value) -> Result<tools::ToolReply, Rpc
                 tracing::debug!(duration_us = micros, outcome = "tool_error", "done")
             }
             Ok(_) => tracing::debug!(duration_us = micros, outcome = "ok", "done"),
-            Err(e) => tracing::debug!(duration_us = micros, outcome = "error", code = e.code, message = %e.message, "done"),
+            Err(CallError::InvalidArguments { message, .. }) => tracing::debug!(duration_us = micros, outcome = "invalid_arguments", message = %message, "done"),
+            Err(CallError::Rpc(e)) => tracing::debug!(duration_us = micros, outcome = "error", code = e.code, message = %e.message, "done"),
         }
         result
     })

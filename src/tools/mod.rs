@@ -295,33 +295,195 @@ impl Tool {
     }
 }
 
-static REGISTRY: LazyLock<Vec<&'static Tool>> = LazyLock::new(|| {
-    let families: [&'static [Tool]; 5] = [
-        meta_learning::TOOLS,
-        atc::TOOLS,
-        utl::TOOLS,
-        epistemic::TOOLS,
-        lessons::TOOLS,
+/// A family of tools, the unit of a tool profile (`--tools`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ToolFamily {
+    /// λ weights, accuracy and escalation: `record_prediction`, `get_meta_learning_status`, …
+    MetaLearning,
+    /// Adaptive threshold calibration: `record_calibration_observations`, …
+    Atc,
+    /// Surprise and coherence of memory updates: `gwt_compute_delta_sc`.
+    Utl,
+    /// The belief workspace: `epistemic_action`.
+    Epistemic,
+    /// Lessons, the strategy blacklist and directives.
+    Lessons,
+}
+
+impl ToolFamily {
+    /// Every family, in `tools/list` order.
+    pub const ALL: [ToolFamily; 5] = [
+        ToolFamily::MetaLearning,
+        ToolFamily::Atc,
+        ToolFamily::Utl,
+        ToolFamily::Epistemic,
+        ToolFamily::Lessons,
     ];
-    families.into_iter().flatten().collect()
-});
+
+    /// The name used by `--tools` / `META_UTL_TOOLS`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ToolFamily::MetaLearning => "meta_learning",
+            ToolFamily::Atc => "atc",
+            ToolFamily::Utl => "utl",
+            ToolFamily::Epistemic => "epistemic",
+            ToolFamily::Lessons => "lessons",
+        }
+    }
+
+    /// The family's tools.
+    pub fn tools(self) -> &'static [Tool] {
+        match self {
+            ToolFamily::MetaLearning => meta_learning::TOOLS,
+            ToolFamily::Atc => atc::TOOLS,
+            ToolFamily::Utl => utl::TOOLS,
+            ToolFamily::Epistemic => epistemic::TOOLS,
+            ToolFamily::Lessons => lessons::TOOLS,
+        }
+    }
+
+    /// What the model should know about the family: when to use which tool, in a few lines of
+    /// the `initialize` instructions.
+    pub fn guidance(self) -> &'static str {
+        match self {
+            ToolFamily::Lessons => {
+                "Lessons: before you start a strategy for a task, call check_strategy_blacklist \
+                 with the task id and the strategy in a sentence; if it answers blacklisted: true, \
+                 read the lesson's root cause and choose another approach. After an approach fails \
+                 and you have found why, call log_lesson_learned so that no later session repeats \
+                 it. record_directive keeps a human's instruction or fix; list_directive_history \
+                 shows them."
+            }
+            ToolFamily::Epistemic => {
+                "Beliefs: while debugging, record each suspected cause with epistemic_action \
+                 hypothesize, then verify it with the evidence you find (confidence above 0.5 \
+                 supports it, below 0.5 speaks against it); query shows what you already believe \
+                 and why."
+            }
+            ToolFamily::MetaLearning => {
+                "Meta-learning: record_prediction feeds a predicted and an actual outcome (for \
+                 example a test you expected to pass); the server learns how much to trust \
+                 surprise versus coherence. get_meta_learning_status shows accuracy and whether \
+                 a human must review; reset_meta_learning is for the human who acknowledges it."
+            }
+            ToolFamily::Atc => {
+                "Calibration: record_calibration_observations feeds (confidence, was it correct) \
+                 pairs from your own checks; get_calibration_metrics reports how well confidence \
+                 matches reality, and trigger_recalibration adjusts the thresholds when it \
+                 drifts."
+            }
+            ToolFamily::Utl => {
+                "Memory updates: with an embedding pipeline that produces all 13 vectors, \
+                 gwt_compute_delta_sc scores how surprising and how coherent an update is; close \
+                 its prediction_id later with record_prediction."
+            }
+        }
+    }
+
+    /// The structured error object this family answers for invalid arguments, when its
+    /// contract has one: the lessons seed's `{success: false, error: "VALIDATION_ERROR",
+    /// detail}`. Other families answer the message as text only.
+    pub fn argument_error(self, message: &str) -> Option<Value> {
+        match self {
+            ToolFamily::Lessons => Some(json!({
+                "success": false,
+                "error": "VALIDATION_ERROR",
+                "detail": message,
+            })),
+            _ => None,
+        }
+    }
+}
+
+/// The tool families a server publishes and accepts (`--tools`); a tool outside the profile is
+/// an unknown tool. The default publishes every family.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Profile {
+    enabled: [bool; 5],
+}
+
+impl Profile {
+    /// Every family.
+    pub fn all() -> Profile {
+        Profile { enabled: [true; 5] }
+    }
+
+    /// Only the given families (an empty list publishes nothing).
+    pub fn only(families: &[ToolFamily]) -> Profile {
+        let mut enabled = [false; 5];
+        for f in families {
+            enabled[ToolFamily::ALL.iter().position(|x| x == f).expect("listed")] = true;
+        }
+        Profile { enabled }
+    }
+
+    /// Whether `family` is published.
+    pub fn includes(&self, family: ToolFamily) -> bool {
+        self.enabled[ToolFamily::ALL
+            .iter()
+            .position(|x| *x == family)
+            .expect("listed")]
+    }
+
+    /// The published tools, in `tools/list` order, with their family.
+    pub fn tools(&self) -> impl Iterator<Item = (ToolFamily, &'static Tool)> + '_ {
+        ToolFamily::ALL
+            .into_iter()
+            .filter(|f| self.includes(*f))
+            .flat_map(|f| f.tools().iter().map(move |t| (f, t)))
+    }
+
+    /// The published tool called `name` (or one of its aliases), with its family.
+    pub fn find(&self, name: &str) -> Option<(ToolFamily, &'static Tool)> {
+        self.tools()
+            .find(|(_, t)| t.name == name || t.aliases.contains(&name))
+    }
+
+    /// The `tools/list` result.
+    pub fn list_result(&self) -> Value {
+        json!({"tools": self.tools().map(|(_, t)| t.to_json()).collect::<Vec<_>>()})
+    }
+}
+
+static REGISTRY: LazyLock<Vec<&'static Tool>> =
+    LazyLock::new(|| Profile::all().tools().map(|(_, t)| t).collect());
 
 /// Every tool, in `tools/list` order.
 pub fn registry() -> &'static [&'static Tool] {
     &REGISTRY
 }
 
-/// The tool called `name` (or one of its aliases).
+/// The tool called `name` (or one of its aliases), in the full registry.
 pub fn find(name: &str) -> Option<&'static Tool> {
-    registry()
-        .iter()
-        .copied()
-        .find(|t| t.name == name || t.aliases.contains(&name))
+    Profile::all().find(name).map(|(_, t)| t)
 }
 
-/// The `tools/list` result.
-pub fn list_result() -> Value {
-    json!({"tools": registry().iter().map(|t| t.to_json()).collect::<Vec<_>>()})
+/// Why a `tools/call` was not answered by the tool.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CallError {
+    /// The arguments are wrong. From MCP 2025-11-25 on this is a tool result with `isError:
+    /// true` (SEP-1303), earlier revisions get `-32602`; the server decides by the session's
+    /// protocol revision.
+    InvalidArguments {
+        /// Names the field and what is allowed.
+        message: String,
+        /// The family's structured error object, if it has one
+        /// ([`ToolFamily::argument_error`]).
+        structured: Option<Value>,
+    },
+    /// A protocol error: an unknown tool (`-32602` in every revision) or an internal failure
+    /// (`-32603`).
+    Rpc(RpcError),
+}
+
+impl CallError {
+    /// The JSON-RPC error of revisions before 2025-11-25 (`-32602` for invalid arguments).
+    pub fn into_rpc(self) -> RpcError {
+        match self {
+            CallError::InvalidArguments { message, .. } => RpcError::invalid_params(message),
+            CallError::Rpc(e) => e,
+        }
+    }
 }
 
 /// A tool's answer before encoding: its `structuredContent` and whether it reports a failure
@@ -334,11 +496,14 @@ pub struct ToolReply {
     pub is_error: bool,
 }
 
-/// The shared application state: the cached service and the store.
+/// The shared application state: the cached service, the store, the published tool profile
+/// and the client session's negotiated protocol revision.
 pub struct App {
     svc: RwLock<MetaLearningService>,
     store: Store,
     db_path: String,
+    profile: Profile,
+    session: mcp::Session,
 }
 
 impl App {
@@ -347,6 +512,14 @@ impl App {
     /// # Errors
     /// [`StoreError`] when the initial load fails.
     pub fn new(store: Store) -> Result<App, StoreError> {
+        App::with_profile(store, Profile::all())
+    }
+
+    /// [`App::new`] publishing only the tools of `profile`.
+    ///
+    /// # Errors
+    /// [`StoreError`] when the initial load fails.
+    pub fn with_profile(store: Store, profile: Profile) -> Result<App, StoreError> {
         let mut svc = MetaLearningService::new();
         store.read(|db| store::sync(db, &mut svc))?;
         let db_path = store.path().display();
@@ -354,7 +527,36 @@ impl App {
             svc: RwLock::new(svc),
             store,
             db_path,
+            profile,
+            session: mcp::Session::default(),
         })
+    }
+
+    /// The published tool families.
+    pub fn profile(&self) -> &Profile {
+        &self.profile
+    }
+
+    /// The `instructions` of `initialize` and `server/discover`: what the server is for, the
+    /// guidance of each published family, and where the data lives.
+    pub fn instructions(&self) -> String {
+        let mut out = String::from(
+            "A memory for coding agents that persists across sessions and corrects itself.",
+        );
+        for f in ToolFamily::ALL
+            .into_iter()
+            .filter(|f| self.profile.includes(*f))
+        {
+            out.push(' ');
+            out.push_str(f.guidance());
+        }
+        out.push_str(&format!(" Data is stored in {}.", self.db_path));
+        out
+    }
+
+    /// The client session (its negotiated protocol revision).
+    pub fn session(&self) -> &mcp::Session {
+        &self.session
     }
 
     /// The database path as shown to users.
@@ -369,22 +571,36 @@ impl App {
     pub fn call_tool(&self, name: &str, arguments: &Value) -> Result<Value, RpcError> {
         self.call(name, arguments)
             .map(|r| mcp::call_result(r.structured, r.is_error))
+            .map_err(CallError::into_rpc)
     }
 
     /// Run a `tools/call` and return the tool's answer unencoded; the server encodes it with
-    /// [`mcp::encode_call_result`].
+    /// [`mcp::encode_tool_result`], or an argument error with
+    /// [`mcp::encode_argument_error`].
     ///
     /// # Errors
-    /// As [`App::call_tool`].
-    pub fn call(&self, name: &str, arguments: &Value) -> Result<ToolReply, RpcError> {
-        let tool =
-            find(name).ok_or_else(|| RpcError::invalid_params(format!("Unknown tool: {name}")))?;
-        let args = Args::new(arguments).map_err(|e| to_rpc(tool.name, e))?;
+    /// [`CallError::InvalidArguments`] for invalid arguments; [`CallError::Rpc`] `-32602` for a
+    /// tool that is unknown or outside the profile, `-32603` for internal failures.
+    pub fn call(&self, name: &str, arguments: &Value) -> Result<ToolReply, CallError> {
+        let (family, tool) = self.profile.find(name).ok_or_else(|| {
+            CallError::Rpc(RpcError::invalid_params(format!(
+                "Unknown tool: {}",
+                wire::clipped(name)
+            )))
+        })?;
+        let failed = |e: ToolError| match e {
+            ToolError::InvalidParams(message) => CallError::InvalidArguments {
+                structured: family.argument_error(&message),
+                message,
+            },
+            ToolError::Internal(m) => CallError::Rpc(internal(tool.name, m)),
+        };
+        let args = Args::new(arguments).map_err(failed)?;
         let outcome = match tool.handler {
             Handler::Read(f) => self.run_read(f, &args),
             Handler::Write(f, families) => self.run_write(f, families, &args),
         }
-        .map_err(|e| to_rpc(tool.name, e))?;
+        .map_err(failed)?;
         Ok(match outcome {
             Outcome::Ok(structured) => ToolReply {
                 structured,
@@ -502,15 +718,10 @@ fn now_us() -> DateTime<Utc> {
     Utc::now().trunc_subsecs(6)
 }
 
-/// The one place where handler errors become JSON-RPC errors.
-fn to_rpc(tool: &str, e: ToolError) -> RpcError {
-    match e {
-        ToolError::InvalidParams(m) => RpcError::invalid_params(m),
-        ToolError::Internal(m) => {
-            tracing::error!(tool, error = %m, "tool failed");
-            RpcError::internal(format!("Internal error in {tool}: {m}"))
-        }
-    }
+/// An internal failure of `tool` as the JSON-RPC error the client sees (logged once here).
+fn internal(tool: &str, m: String) -> RpcError {
+    tracing::error!(tool, error = %m, "tool failed");
+    RpcError::internal(format!("Internal error in {tool}: {m}"))
 }
 
 #[cfg(test)]

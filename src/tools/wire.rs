@@ -89,6 +89,14 @@ pub fn kind(v: &Value) -> &'static str {
 /// Client text echoed in a message is cut to this many characters, with `…` after it.
 pub const MAX_ECHOED_CHARS: usize = 60;
 
+/// Client text such as a tool name, cut to [`MAX_ECHOED_CHARS`] characters with `…` after it.
+pub fn clipped(s: &str) -> Cow<'_, str> {
+    match s.char_indices().nth(MAX_ECHOED_CHARS) {
+        Some((i, _)) => Cow::Owned(format!("{}…", &s[..i])),
+        None => Cow::Borrowed(s),
+    }
+}
+
 /// `v` as JSON, cut to [`MAX_ECHOED_CHARS`] characters.
 pub fn shown(v: &Value) -> String {
     let s = v.to_string();

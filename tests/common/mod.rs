@@ -14,6 +14,10 @@ use serde_json::{Value, json};
 /// How long any single response may take before the test fails.
 pub const RESPONSE_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// JSON-RPC "invalid params": how revisions before MCP 2025-11-25 answer invalid tool
+/// arguments; [`Server::tool_err`] reports it for the tool-result form too.
+pub const INVALID_ARGUMENTS: i64 = -32602;
+
 /// Path of the binary under test.
 pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_meta-utl-mcp")
@@ -175,16 +179,30 @@ impl Server {
         result["structuredContent"].clone()
     }
 
-    /// `tools/call` that must fail with a JSON-RPC error; returns (code, message).
+    /// `tools/call` that must be refused; returns (code, message). A JSON-RPC error gives its
+    /// code and message. Invalid arguments answered as a tool result (`isError: true` with the
+    /// message as text, SEP-1303: what a session without a handshake, or from MCP 2025-11-25
+    /// on, gets) give [`INVALID_ARGUMENTS`], the code older revisions use, and the text.
     pub fn tool_err(&mut self, name: &str, args: Value) -> (i64, String) {
         let r = self.call(name, args.clone());
-        let err = r
-            .get("error")
-            .unwrap_or_else(|| panic!("{name} {args} should fail: {r}"));
-        (
-            err["code"].as_i64().expect("code"),
-            err["message"].as_str().expect("message").to_string(),
-        )
+        if let Some(err) = r.get("error") {
+            return (
+                err["code"].as_i64().expect("code"),
+                err["message"].as_str().expect("message").to_string(),
+            );
+        }
+        let result = &r["result"];
+        assert_eq!(
+            result["isError"],
+            json!(true),
+            "{name} {args} should fail: {r}"
+        );
+        let text = result["content"][0]["text"].as_str().expect("text content");
+        assert!(
+            !text.starts_with('{'),
+            "{name} {args}: an argument error's text is the message, not JSON: {r}"
+        );
+        (INVALID_ARGUMENTS, text.to_string())
     }
 
     /// Close stdin and wait for exit; returns the status, every remaining stdout line, and stderr.

@@ -1,0 +1,186 @@
+//! What the model sees, over the real binary: invalid arguments by negotiated protocol revision
+//! (SEP-1303), tool profiles (`--tools`), and the instructions.
+
+mod common;
+
+use common::Server;
+use serde_json::{Value, json};
+
+/// One invalid call per family, with a word its message must contain.
+fn invalid_calls() -> Vec<(&'static str, Value, &'static str)> {
+    vec![
+        ("get_meta_learning_log", json!({"limit": 0}), "limit"),
+        (
+            "get_calibration_metrics",
+            json!({"timeframe": "2h"}),
+            "timeframe",
+        ),
+        ("gwt_compute_delta_sc", json!({}), "vertex_id"),
+        (
+            "epistemic_action",
+            json!({"action_type": "believe", "target": "t", "rationale": "r"}),
+            "action_type",
+        ),
+        (
+            "check_strategy_blacklist",
+            json!({"strategy": "x"}),
+            "task_id",
+        ),
+    ]
+}
+
+/// How a revision answers invalid arguments.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Expect {
+    /// A tool result with `isError: true` and the message as text.
+    ToolResult,
+    /// JSON-RPC `-32602`.
+    InvalidParams,
+}
+
+fn check(s: &mut Server, meta: Option<&str>, expect: Expect, label: &str) {
+    for (tool, args, word) in invalid_calls() {
+        let mut params = json!({"name": tool, "arguments": args});
+        if let Some(v) = meta {
+            params["_meta"] = json!({"io.modelcontextprotocol/protocolVersion": v});
+        }
+        let r = s.request("tools/call", params);
+        match expect {
+            Expect::InvalidParams => {
+                assert_eq!(r["error"]["code"], -32602, "{label} {tool}: {r}");
+                let m = r["error"]["message"].as_str().unwrap();
+                assert!(m.contains(word), "{label} {tool}: {m}");
+            }
+            Expect::ToolResult => {
+                let result = &r["result"];
+                assert_eq!(result["isError"], true, "{label} {tool}: {r}");
+                let text = result["content"][0]["text"].as_str().unwrap();
+                assert!(text.contains(word), "{label} {tool}: {text}");
+                if tool == "check_strategy_blacklist" {
+                    // The lessons family has a structured error object (its seed's).
+                    assert_eq!(result["structuredContent"]["success"], false, "{r}");
+                    assert_eq!(result["structuredContent"]["error"], "VALIDATION_ERROR");
+                    assert_eq!(result["structuredContent"]["detail"], text);
+                } else {
+                    assert!(result.get("structuredContent").is_none(), "{r}");
+                }
+                let stateless = meta == Some("2026-07-28");
+                assert_eq!(result.get("resultType").is_some(), stateless, "{r}");
+            }
+        }
+    }
+    // An unknown tool is a protocol error in every revision.
+    let mut params = json!({"name": "no_such_tool", "arguments": {}});
+    if let Some(v) = meta {
+        params["_meta"] = json!({"io.modelcontextprotocol/protocolVersion": v});
+    }
+    let r = s.request("tools/call", params);
+    assert_eq!(r["error"]["code"], -32602, "{label}: {r}");
+    assert_eq!(r["error"]["message"], "Unknown tool: no_such_tool");
+}
+
+#[test]
+fn invalid_arguments_are_answered_by_negotiated_revision() {
+    for (version, expect) in [
+        ("2025-11-25", Expect::ToolResult),
+        ("2025-06-18", Expect::InvalidParams),
+        ("2025-03-26", Expect::InvalidParams),
+        ("2024-11-05", Expect::InvalidParams),
+    ] {
+        let mut s = Server::start();
+        let init = s.initialize(version);
+        assert_eq!(init["result"]["protocolVersion"], version);
+        check(&mut s, None, expect, version);
+    }
+    // A script without a handshake, and stateless 2026-07-28 requests.
+    let mut s = Server::start();
+    check(&mut s, None, Expect::ToolResult, "no handshake");
+    check(&mut s, Some("2026-07-28"), Expect::ToolResult, "2026-07-28");
+    // Without a handshake, a request naming an older revision in _meta gets what it knows.
+    check(
+        &mut s,
+        Some("2025-06-18"),
+        Expect::InvalidParams,
+        "_meta 2025-06-18",
+    );
+}
+
+fn names(s: &mut Server) -> Vec<String> {
+    let r = s.request("tools/list", Value::Null);
+    r["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn a_profile_publishes_and_accepts_only_its_families() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("state.db");
+    let mut s = Server::start_at(&db, &["--tools", "lessons,epistemic"]);
+    assert_eq!(
+        names(&mut s),
+        [
+            "epistemic_action",
+            "log_lesson_learned",
+            "check_strategy_blacklist",
+            "list_directive_history",
+            "record_directive",
+            "set_lesson_active"
+        ]
+    );
+    let r = s.call(
+        "record_prediction",
+        json!({"embedder_index": 0, "predicted": 0.5, "actual": 0.5}),
+    );
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    assert_eq!(r["error"]["message"], "Unknown tool: record_prediction");
+    let init = s.initialize("2025-11-25");
+    let text = init["result"]["instructions"].as_str().unwrap();
+    assert!(text.contains("check_strategy_blacklist"), "{text}");
+    assert!(!text.contains("record_prediction"), "{text}");
+    drop(s);
+
+    // The environment variable does the same; the default is every family.
+    let mut s = Server::start();
+    assert_eq!(names(&mut s).len(), 16);
+    let out = std::process::Command::new(common::bin())
+        .args(["--db", ":memory:"])
+        .env("META_UTL_TOOLS", "utl")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .and_then(|mut c| {
+            use std::io::Write;
+            c.stdin
+                .take()
+                .unwrap()
+                .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}\n")?;
+            c.wait_with_output()
+        })
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let listed: Vec<&str> = v["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(listed, ["gwt_compute_delta_sc"]);
+
+    // An unknown family is refused at start-up, naming the allowed ones.
+    let out = std::process::Command::new(common::bin())
+        .args(["--db", ":memory:", "--tools", "lessons,memory"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("memory") && err.contains("meta_learning, atc, utl, epistemic, lessons"),
+        "{err}"
+    );
+}
