@@ -303,6 +303,28 @@ impl From<&WorkspaceSummary> for WorkspaceState {
     }
 }
 
+impl ActionAnswer {
+    /// The `BELIEF_NOT_FOUND` answer of a verify or retract of an unknown belief.
+    fn not_found(
+        req: ActionRequest,
+        e: &crate::service::epistemic::EpistemicError,
+        summary: &WorkspaceSummary,
+    ) -> Self {
+        ActionAnswer {
+            success: false,
+            error: Some(FailureCode::BeliefNotFound),
+            detail: Some(e.to_string()),
+            action_type: OneOf(req.action),
+            target: req.target,
+            outcome: None,
+            message: format!("{}: {e}", e.code()),
+            belief_state: None,
+            query_result: None,
+            workspace_state: summary.into(),
+        }
+    }
+}
+
 impl ToolDef for EpistemicAction {
     const NAME: &'static str = "epistemic_action";
     const TITLE: &'static str = "Track a belief";
@@ -366,18 +388,7 @@ impl WriteTool for EpistemicAction {
             Ok(r) => r,
             Err(e) => {
                 let summary = beliefs::summary(ctx.db)?;
-                return Ok(Answer::failed(ActionAnswer {
-                    success: false,
-                    error: Some(FailureCode::BeliefNotFound),
-                    detail: Some(e.to_string()),
-                    action_type: OneOf(req.action),
-                    target: req.target,
-                    outcome: None,
-                    message: format!("{}: {e}", e.code()),
-                    belief_state: None,
-                    query_result: None,
-                    workspace_state: (&summary).into(),
-                }));
+                return Ok(Answer::failed(ActionAnswer::not_found(req, &e, &summary)));
             }
         };
         if let (Some(belief), Some(event)) = (&result.belief, &result.event) {

@@ -1,0 +1,375 @@
+//! The dispatcher: [`App`] holds the cached service, the store, the profile and the session,
+//! runs a tool as a read or inside a write transaction, and maps handler errors to what the
+//! server answers.
+
+use chrono::{DateTime, Utc};
+use parking_lot::RwLock;
+use serde_json::Value;
+
+use super::registry::{Profile, ToolFamily};
+use super::{Args, Handler, Outcome, ReadCtx, ToolError, ToolResult, WriteCtx, wire};
+use crate::protocol::jsonrpc::RpcError;
+use crate::protocol::mcp;
+use crate::service::{Family, MetaLearningService};
+use crate::store::{self, Store, StoreError};
+
+/// Why a `tools/call` was not answered by the tool.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CallError {
+    /// The arguments are wrong. From MCP 2025-11-25 on this is a tool result with `isError:
+    /// true` (SEP-1303), earlier revisions get `-32602`; the server decides by the session's
+    /// protocol revision.
+    InvalidArguments {
+        /// Names the field and what is allowed.
+        message: String,
+        /// The family's structured error object, if it has one
+        /// ([`ToolFamily::argument_error`]).
+        structured: Option<Value>,
+    },
+    /// A protocol error: an unknown tool (`-32602` in every revision) or an internal failure
+    /// (`-32603`).
+    Rpc(RpcError),
+}
+
+impl CallError {
+    /// The JSON-RPC error of revisions before 2025-11-25 (`-32602` for invalid arguments).
+    pub fn into_rpc(self) -> RpcError {
+        match self {
+            CallError::InvalidArguments { message, .. } => RpcError::invalid_params(message),
+            CallError::Rpc(e) => e,
+        }
+    }
+}
+
+/// A tool's answer before encoding: its `structuredContent` and whether it reports a failure
+/// (`isError`, for a structured tool-level error such as `BELIEF_NOT_FOUND`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolReply {
+    /// The tool's output object, valid against its `outputSchema`.
+    pub structured: Value,
+    /// `true` for a tool-level failure reported as a result.
+    pub is_error: bool,
+}
+
+/// The shared application state: the cached service, the store, the published tool profile
+/// and the client session's negotiated protocol revision.
+pub struct App {
+    svc: RwLock<MetaLearningService>,
+    store: Store,
+    db_path: String,
+    profile: Profile,
+    session: mcp::Session,
+}
+
+impl App {
+    /// Wrap an opened store and load the service state from it.
+    ///
+    /// # Errors
+    /// [`StoreError`] when the initial load fails.
+    pub fn new(store: Store) -> Result<App, StoreError> {
+        App::with_profile(store, Profile::all())
+    }
+
+    /// [`App::new`] publishing only the tools of `profile`.
+    ///
+    /// # Errors
+    /// [`StoreError`] when the initial load fails.
+    pub fn with_profile(store: Store, profile: Profile) -> Result<App, StoreError> {
+        let mut svc = MetaLearningService::new();
+        store.read(|db| store::sync(db, &mut svc))?;
+        let db_path = store.path().display();
+        Ok(App {
+            svc: RwLock::new(svc),
+            store,
+            db_path,
+            profile,
+            session: mcp::Session::default(),
+        })
+    }
+
+    /// The published tool families.
+    pub fn profile(&self) -> &Profile {
+        &self.profile
+    }
+
+    /// The `instructions` of `initialize` and `server/discover`: what the server is for, the
+    /// guidance of each published family, and where the data lives.
+    pub fn instructions(&self) -> String {
+        let mut out = String::from(
+            "A memory for coding agents that persists across sessions and corrects itself.",
+        );
+        for f in ToolFamily::ALL
+            .into_iter()
+            .filter(|f| self.profile.includes(*f))
+        {
+            out.push(' ');
+            out.push_str(f.guidance());
+        }
+        out.push_str(&format!(" Data is stored in {}.", self.db_path));
+        out
+    }
+
+    /// The client session (its negotiated protocol revision).
+    pub fn session(&self) -> &mcp::Session {
+        &self.session
+    }
+
+    /// The database path as shown to users.
+    pub fn db_path(&self) -> &str {
+        &self.db_path
+    }
+
+    /// Run a `tools/call` and build its result (`content`, `structuredContent`, `isError`).
+    ///
+    /// # Errors
+    /// `-32602` for an unknown tool or invalid arguments, `-32603` for internal failures.
+    pub fn call_tool(&self, name: &str, arguments: &Value) -> Result<Value, RpcError> {
+        self.call(name, arguments)
+            .map(|r| mcp::call_result(r.structured, r.is_error))
+            .map_err(CallError::into_rpc)
+    }
+
+    /// Run a `tools/call` and return the tool's answer unencoded; the server encodes it with
+    /// [`mcp::encode_tool_result`], or an argument error with
+    /// [`mcp::encode_argument_error`].
+    ///
+    /// # Errors
+    /// [`CallError::InvalidArguments`] for invalid arguments; [`CallError::Rpc`] `-32602` for a
+    /// tool that is unknown or outside the profile, `-32603` for internal failures.
+    pub fn call(&self, name: &str, arguments: &Value) -> Result<ToolReply, CallError> {
+        let (family, tool) = self.profile.find(name).ok_or_else(|| {
+            CallError::Rpc(RpcError::invalid_params(format!(
+                "Unknown tool: {}",
+                wire::clipped(name)
+            )))
+        })?;
+        let failed = |e: ToolError| match e {
+            ToolError::InvalidParams(message) => CallError::InvalidArguments {
+                structured: family.argument_error(&message),
+                message,
+            },
+            ToolError::Internal(m) => CallError::Rpc(internal(tool.name, m)),
+        };
+        let args = Args::new(arguments).map_err(failed)?;
+        let outcome = match tool.handler {
+            Handler::Read(f) => self.run_read(f, &args),
+            Handler::Write(f, families) => self.run_write(f, families, &args),
+        }
+        .map_err(failed)?;
+        Ok(match outcome {
+            Outcome::Ok(structured) => ToolReply {
+                structured,
+                is_error: false,
+            },
+            Outcome::Failed(structured) => ToolReply {
+                structured,
+                is_error: true,
+            },
+        })
+    }
+
+    fn run_read(
+        &self,
+        f: fn(&ReadCtx<'_>, &Args<'_>) -> ToolResult,
+        args: &Args<'_>,
+    ) -> ToolResult {
+        loop {
+            {
+                let svc = self.svc.read();
+                let out = self.store.read(|db| {
+                    if store::is_stale(db, &svc)? {
+                        return Ok(None);
+                    }
+                    let ctx = ReadCtx {
+                        svc: &svc,
+                        db,
+                        now: now_us(),
+                        db_path: &self.db_path,
+                    };
+                    f(&ctx, args).map(Some)
+                })?;
+                if let Some(out) = out {
+                    return Ok(out);
+                }
+            }
+            let mut svc = self.svc.write();
+            self.store.read(|db| store::sync(db, &mut svc))?;
+        }
+    }
+
+    fn run_write(
+        &self,
+        f: fn(&mut WriteCtx<'_>, &Args<'_>) -> ToolResult,
+        families: &[Family],
+        args: &Args<'_>,
+    ) -> ToolResult {
+        let mut svc = self.svc.write();
+        // A handler that panics may leave the cached state half-changed while the store
+        // rolls its transaction back: reload on the next call.
+        struct StaleOnUnwind<'a>(&'a mut MetaLearningService);
+        impl Drop for StaleOnUnwind<'_> {
+            fn drop(&mut self) {
+                if std::thread::panicking() {
+                    self.0.mark_stale();
+                }
+            }
+        }
+        let guard = StaleOnUnwind(&mut svc);
+        let svc: &mut MetaLearningService = guard.0;
+        let result = self.store.write(|db| {
+            store::sync(db, svc)?;
+            let out = {
+                let mut ctx = WriteCtx {
+                    svc,
+                    db,
+                    now: now_us(),
+                    db_path: &self.db_path,
+                };
+                f(&mut ctx, args)?
+            };
+            for &family in families {
+                let v = store::bump(db, family)?;
+                let i = Family::ALL
+                    .iter()
+                    .position(|f| *f == family)
+                    .expect("listed");
+                svc.loaded_versions[i] = v;
+            }
+            Ok(out)
+        });
+        if result.is_err() {
+            svc.mark_stale();
+        }
+        result
+    }
+
+    /// Run `f`, which calls write tools, as one group commit ([`Store::batch`]): every call
+    /// keeps its own success or failure, and all their changes reach the disk in one commit.
+    ///
+    /// # Errors
+    /// `-32603` when the final commit fails; then none of `f`'s writes is kept (the cached
+    /// state is reloaded from the store on the next call) and every answer `f` produced must
+    /// be replaced by this error.
+    pub fn write_batch<T>(&self, f: impl FnOnce() -> T) -> Result<T, RpcError> {
+        // The server's runs catch their own panics; this catch keeps the write executor alive,
+        // and every write of the group answered, should the group itself ever unwind.
+        let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.store.batch(f)));
+        let failure = match out {
+            Ok(Ok(v)) => return Ok(v),
+            Ok(Err(e)) => format!("Internal error: the write could not be committed: {e}"),
+            Err(_) => "Internal error: the write could not be committed".to_string(),
+        };
+        // Nothing of the group is kept: reload the cached state on the next call.
+        self.svc.write().mark_stale();
+        tracing::error!(error = %failure, "group commit failed");
+        Err(RpcError::internal(failure))
+    }
+}
+
+/// The current time truncated to whole microseconds, the store's resolution, so that what a
+/// call reports equals what a later call reads back.
+fn now_us() -> DateTime<Utc> {
+    use chrono::SubsecRound;
+    Utc::now().trunc_subsecs(6)
+}
+
+/// An internal failure of `tool` as the JSON-RPC error the client sees (logged once here).
+fn internal(tool: &str, m: String) -> RpcError {
+    tracing::error!(tool, error = %m, "tool failed");
+    RpcError::internal(format!("Internal error in {tool}: {m}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::registry;
+    use serde_json::json;
+
+    #[test]
+    fn a_group_commit_that_unwinds_keeps_nothing_and_the_app_recovers() {
+        let app = App::new(Store::open(&store::DbPath::Memory).unwrap()).unwrap();
+        let args = json!({"embedder_index": 3, "predicted": 0.9, "actual": 0.2});
+        let count = |app: &App| {
+            app.call_tool("get_meta_learning_status", &json!({}))
+                .unwrap()["structuredContent"]["interaction_count"]
+                .as_u64()
+                .unwrap()
+        };
+        let failed = app.write_batch(|| {
+            app.call("record_prediction", &args).unwrap();
+            assert_eq!(count(&app), 1, "the group sees its own write");
+            panic!("the group unwinds after a successful write");
+        });
+        let failed: Result<(), RpcError> = failed;
+        assert_eq!(failed.unwrap_err().code, -32603);
+        assert_eq!(
+            count(&app),
+            0,
+            "the write was rolled back and the cache reloaded"
+        );
+        app.call("record_prediction", &args).unwrap();
+        assert_eq!(count(&app), 1);
+    }
+
+    #[test]
+    fn names_are_unique_and_claude_desktop_safe() {
+        let mut seen = std::collections::HashSet::new();
+        for t in registry() {
+            assert!(seen.insert(t.name), "duplicate tool {}", t.name);
+            assert!(
+                !t.name.is_empty()
+                    && t.name.len() <= 64
+                    && t.name
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-'),
+                "bad name {}",
+                t.name
+            );
+            for a in t.aliases {
+                assert!(seen.insert(a), "alias {a} collides");
+            }
+        }
+    }
+
+    #[test]
+    fn schemas_have_object_roots_and_examples_match_their_input_schema() {
+        for t in registry() {
+            let input = (t.input_schema)();
+            let output = (t.output_schema)();
+            assert_eq!(input["type"], "object", "{} inputSchema", t.name);
+            assert_eq!(output["type"], "object", "{} outputSchema", t.name);
+            let validator = jsonschema::validator_for(&input)
+                .unwrap_or_else(|e| panic!("{} inputSchema does not compile: {e}", t.name));
+            jsonschema::validator_for(&output)
+                .unwrap_or_else(|e| panic!("{} outputSchema does not compile: {e}", t.name));
+            let example = (t.example)();
+            if let Err(e) = validator.validate(&example) {
+                panic!("{} example {example} violates its inputSchema: {e}", t.name);
+            }
+            assert_eq!(
+                t.annotations.read_only,
+                !t.writes(),
+                "{} readOnlyHint",
+                t.name
+            );
+        }
+    }
+
+    #[test]
+    fn every_tool_runs_its_example_and_its_output_matches_its_schema() {
+        let app = App::new(Store::open(&store::DbPath::Memory).unwrap()).unwrap();
+        for t in registry() {
+            let result = app
+                .call_tool(t.name, &(t.example)())
+                .unwrap_or_else(|e| panic!("{} example failed: {e:?}", t.name));
+            let structured = &result["structuredContent"];
+            let validator = jsonschema::validator_for(&(t.output_schema)()).unwrap();
+            if let Err(e) = validator.validate(structured) {
+                panic!(
+                    "{} output {structured} violates its outputSchema: {e}",
+                    t.name
+                );
+            }
+        }
+    }
+}
