@@ -219,13 +219,17 @@ pub struct Tool {
     pub name: &'static str,
     /// Other names accepted by `tools/call` (not listed).
     pub aliases: &'static [&'static str],
+    /// Human-readable title (also `annotations.title`).
     pub title: &'static str,
+    /// When to use the tool and what to pass ([`ToolDef::description`]).
     pub description: fn() -> String,
     /// JSON Schema of the arguments (root `type: object`).
     pub input_schema: fn() -> Value,
     /// JSON Schema of `structuredContent` (root `type: object`).
     pub output_schema: fn() -> Value,
+    /// Hints for clients.
     pub annotations: Annotations,
+    /// How the tool runs.
     pub handler: Handler,
     /// Valid example arguments, used by the registry tests and the client test.
     pub example: fn() -> Value,
