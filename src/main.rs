@@ -36,8 +36,9 @@ struct Cli {
     )]
     tools: Vec<FamilyArg>,
 
-    /// Delete meta-learning events older than this many days at start-up.
-    #[arg(long, default_value_t = 90, value_name = "DAYS")]
+    /// Delete meta-learning events older than this many days at start-up (1 to 36500).
+    #[arg(long, default_value_t = 90, value_name = "DAYS",
+          value_parser = clap::value_parser!(u32).range(1..=36_500))]
     event_retention_days: u32,
 }
 
@@ -100,11 +101,20 @@ fn main() -> ExitCode {
         eprintln!("{TTY_HINT}");
     }
 
-    let path = cli
-        .db
-        .as_deref()
-        .map(DbPath::parse)
-        .unwrap_or_else(DbPath::default_location);
+    // An empty META_UTL_DB= (or --db "") means "not given".
+    let path = match cli.db.as_deref().filter(|p| !p.is_empty()) {
+        Some(p) => DbPath::parse(p),
+        None => match DbPath::default_location() {
+            Some(p) => p,
+            None => {
+                eprintln!(
+                    "meta-utl-mcp: neither HOME nor XDG_DATA_HOME is set, so there is no default \
+                     database location; choose one with --db PATH or META_UTL_DB"
+                );
+                return ExitCode::from(2);
+            }
+        },
+    };
     let store = match Store::open(&path) {
         Ok(s) => s,
         Err(e) => {

@@ -90,8 +90,10 @@ impl DbPath {
     }
 
     /// The default location: `$XDG_DATA_HOME/meta-utl-mcp/state.db`, else
-    /// `$HOME/.local/share/meta-utl-mcp/state.db`, else `./meta-utl-mcp/state.db`.
-    pub fn default_location() -> Self {
+    /// `$HOME/.local/share/meta-utl-mcp/state.db`; `None` when neither variable is set (empty
+    /// counts as unset), so that the caller asks for `--db` instead of writing into the current
+    /// directory.
+    pub fn default_location() -> Option<Self> {
         let base = std::env::var_os("XDG_DATA_HOME")
             .filter(|v| !v.is_empty())
             .map(PathBuf::from)
@@ -99,9 +101,8 @@ impl DbPath {
                 std::env::var_os("HOME")
                     .filter(|v| !v.is_empty())
                     .map(|h| PathBuf::from(h).join(".local/share"))
-            })
-            .unwrap_or_else(|| PathBuf::from("."));
-        DbPath::File(base.join("meta-utl-mcp").join("state.db"))
+            })?;
+        Some(DbPath::File(base.join("meta-utl-mcp").join("state.db")))
     }
 
     /// The path as shown to users.
