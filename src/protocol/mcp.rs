@@ -127,6 +127,7 @@ pub fn all_versions() -> Vec<&'static str> {
 /// The [`UNSUPPORTED_PROTOCOL_VERSION`] error for a request whose `_meta` asked for `requested`
 /// (as [`era_of`] reports it): the message and `data.supported` list [`all_versions`].
 pub fn unsupported_version(requested: &str) -> RpcError {
+    let requested = clip(requested);
     RpcError {
         code: UNSUPPORTED_PROTOCOL_VERSION,
         message: format!(
@@ -134,6 +135,18 @@ pub fn unsupported_version(requested: &str) -> RpcError {
             all_versions().join(", ")
         ),
         data: Some(json!({"supported": all_versions(), "requested": requested})),
+    }
+}
+
+/// Client text echoed in an answer or a log line is cut to this many characters, with `…`
+/// after it: a 1 MB version string must not come back as a 1 MB answer.
+pub const MAX_ECHOED_CHARS: usize = 60;
+
+/// `s` cut to [`MAX_ECHOED_CHARS`] characters with `…` after it.
+pub fn clip(s: &str) -> std::borrow::Cow<'_, str> {
+    match s.char_indices().nth(MAX_ECHOED_CHARS) {
+        Some((i, _)) => std::borrow::Cow::Owned(format!("{}…", &s[..i])),
+        None => std::borrow::Cow::Borrowed(s),
     }
 }
 

@@ -221,7 +221,7 @@ fn handle_method(
         },
         other => Err(RpcError::new(
             METHOD_NOT_FOUND,
-            format!("Method not found: {other}"),
+            format!("Method not found: {}", mcp::clip(other)),
         )),
     }
 }

@@ -19,8 +19,6 @@
 //! `{"type": "null"}`), subschemas inlined (no `$ref`), no `$schema`, and only the standard
 //! `format`s (`date-time`, `uuid`).
 
-use std::borrow::Cow;
-
 use schemars::generate::SchemaSettings;
 use schemars::transform::{Transform, transform_subschemas};
 use schemars::{JsonSchema, Schema};
@@ -82,16 +80,10 @@ pub fn kind(v: &Value) -> &'static str {
     }
 }
 
-/// Client text echoed in a message is cut to this many characters, with `…` after it.
-pub const MAX_ECHOED_CHARS: usize = 60;
+pub use crate::protocol::mcp::MAX_ECHOED_CHARS;
 
 /// Client text such as a tool name, cut to [`MAX_ECHOED_CHARS`] characters with `…` after it.
-pub fn clipped(s: &str) -> Cow<'_, str> {
-    match s.char_indices().nth(MAX_ECHOED_CHARS) {
-        Some((i, _)) => Cow::Owned(format!("{}…", &s[..i])),
-        None => Cow::Borrowed(s),
-    }
-}
+pub use crate::protocol::mcp::clip as clipped;
 
 /// `v` as JSON, cut to [`MAX_ECHOED_CHARS`] characters.
 pub fn shown(v: &Value) -> String {

@@ -1,0 +1,53 @@
+//! Hostile input over the real binary: what a client sends is never echoed without a bound, in
+//! answers or in logs (issue 16, item 8).
+
+mod common;
+
+use common::Server;
+use serde_json::json;
+
+/// An answer or stderr that echoes client text stays this small, whatever was sent.
+const SMALL: usize = 4096;
+
+#[test]
+fn huge_client_text_is_echoed_clipped() {
+    let huge = "x".repeat(1 << 20);
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = Server::start_at(&dir.path().join("state.db"), &["--log-level", "debug"]);
+    let r = s.call(&huge, json!({}));
+    let text = r.to_string();
+    assert!(
+        text.len() < SMALL,
+        "unknown tool answer of {} bytes",
+        text.len()
+    );
+    assert!(
+        r["error"]["message"].as_str().unwrap().ends_with('…'),
+        "{r}"
+    );
+
+    let r = s.request(
+        "tools/list",
+        json!({"_meta": {"io.modelcontextprotocol/protocolVersion": huge}}),
+    );
+    assert_eq!(r["error"]["code"], -32022, "{r}");
+    assert!(
+        r.to_string().len() < SMALL,
+        "version error of {} bytes",
+        r.to_string().len()
+    );
+
+    let r = s.request(&huge, json!({}));
+    assert_eq!(r["error"]["code"], -32601);
+    assert!(r.to_string().len() < SMALL);
+
+    let r = s.initialize(&huge);
+    assert_eq!(r["result"]["protocolVersion"], "2025-11-25");
+    let (status, _, stderr) = s.finish();
+    assert!(status.success());
+    assert!(
+        stderr.len() < 4 * SMALL,
+        "stderr of {} bytes echoes the client's text",
+        stderr.len()
+    );
+}
