@@ -51,3 +51,15 @@ fn huge_client_text_is_echoed_clipped() {
         stderr.len()
     );
 }
+
+#[test]
+fn a_lone_surrogate_is_read_as_a_replacement_character_and_the_id_is_kept() {
+    let mut s = Server::start();
+    s.send_line(r#"{"jsonrpc":"2.0","id":"sur-1","method":"tools/call","params":{"name":"epistemic_action","arguments":{"action_type":"assert","target":"a\ud800b","rationale":"r"}}}"#);
+    let r = s.recv();
+    assert_eq!(r["id"], "sur-1", "{r}");
+    assert_eq!(
+        r["result"]["structuredContent"]["target"], "a\u{fffd}b",
+        "{r}"
+    );
+}

@@ -133,7 +133,18 @@ pub enum Decoded {
 pub fn decode_line(line: &[u8]) -> Decoded {
     let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
     let line = line.strip_suffix(b"\r").unwrap_or(line);
-    let value: Value = match serde_json::from_slice(line) {
+    let parsed = serde_json::from_slice(line).or_else(|e| {
+        // JSON text may escape a lone UTF-16 surrogate (`"a\ud800b"`), which no Rust string can
+        // hold; serde_json refuses the whole line, and the answer could not carry the request's
+        // id. Such escapes are read as U+FFFD REPLACEMENT CHARACTER instead, as WHATWG's
+        // decoders do with ill-formed UTF-16 (only on this error, so valid lines pay nothing).
+        if e.to_string().contains("hex escape") {
+            serde_json::from_slice(&replace_lone_surrogates(line))
+        } else {
+            Err(e)
+        }
+    });
+    let value: Value = match parsed {
         Ok(v) => v,
         Err(e) => {
             let what = if std::str::from_utf8(line).is_err() {
@@ -152,6 +163,46 @@ pub fn decode_line(line: &[u8]) -> Decoded {
         Value::Array(items) => Decoded::Batch(items.into_iter().map(decode_message).collect()),
         other => Decoded::Single(decode_message(other)),
     }
+}
+
+/// `line` with every `\uXXXX` escape of an unpaired UTF-16 surrogate replaced by `\ufffd`; a
+/// high surrogate followed by a low one is a pair and is kept. Escaped backslashes (`\\`) are
+/// skipped, so `"\\ud800"` (a backslash, then the text `ud800`) is left alone.
+fn replace_lone_surrogates(line: &[u8]) -> Vec<u8> {
+    fn unit(b: &[u8]) -> Option<u16> {
+        if b.len() >= 6 && b[0] == b'\\' && b[1] == b'u' {
+            u16::from_str_radix(std::str::from_utf8(&b[2..6]).ok()?, 16).ok()
+        } else {
+            None
+        }
+    }
+    let is_high = |u: u16| (0xD800..0xDC00).contains(&u);
+    let is_low = |u: u16| (0xDC00..0xE000).contains(&u);
+    let mut out = Vec::with_capacity(line.len());
+    let mut i = 0;
+    while i < line.len() {
+        if line[i] != b'\\' {
+            out.push(line[i]);
+            i += 1;
+            continue;
+        }
+        match unit(&line[i..]) {
+            Some(u) if is_high(u) && unit(&line[i + 6..]).is_some_and(is_low) => {
+                out.extend_from_slice(&line[i..i + 12]);
+                i += 12;
+            }
+            Some(u) if is_high(u) || is_low(u) => {
+                out.extend_from_slice(b"\\ufffd");
+                i += 6;
+            }
+            _ => {
+                // Any other escape: copy the backslash and the escaped byte.
+                out.extend_from_slice(&line[i..(i + 2).min(line.len())]);
+                i += 2;
+            }
+        }
+    }
+    out
 }
 
 fn read_id(value: &Value) -> Result<Id, String> {
@@ -234,6 +285,19 @@ pub fn failure(id: &Id, error: &RpcError) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lone_surrogates_become_replacement_characters_and_the_id_is_kept() {
+        let d = decode_line(br#"{"jsonrpc":"2.0","id":7,"method":"x\ud800y","params":{"a":"\udc00","b":"\ud83d\ude00","c":"\\ud800"}}"#);
+        let Decoded::Single(Incoming::Request(r)) = d else {
+            panic!("{d:?}")
+        };
+        assert_eq!(r.id, Some(Id::Number(7.into())));
+        assert_eq!(r.method, "x\u{fffd}y");
+        assert_eq!(r.params["a"], "\u{fffd}");
+        assert_eq!(r.params["b"], "😀");
+        assert_eq!(r.params["c"], "\\ud800");
+    }
 
     fn single(line: &str) -> Incoming {
         match decode_line(line.as_bytes()) {
