@@ -11,6 +11,8 @@ mod recalibrate;
 mod record;
 mod reset;
 mod status;
+#[cfg(test)]
+mod tests;
 
 use std::borrow::Cow;
 
