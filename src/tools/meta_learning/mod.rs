@@ -155,10 +155,10 @@ impl Choice for Method {
 /// A λ pair: λ_s weighs surprise (ΔS), λ_c coherence (ΔC); each in [0.1, 0.9], summing to 1.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, JsonSchema)]
 pub struct LambdaPair {
-    /// Weight of surprise, in [0.1, 0.9].
+    /// Weight of surprise.
     #[schemars(range(min = 0.0, max = 1.0))]
     pub lambda_s: f64,
-    /// Weight of coherence, 1 − λ_s.
+    /// Weight of coherence (1 − lambda_s).
     #[schemars(range(min = 0.0, max = 1.0))]
     pub lambda_c: f64,
 }
@@ -175,14 +175,13 @@ impl From<Lambdas> for LambdaPair {
 /// A λ change and what caused it.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, JsonSchema)]
 pub struct AdjustmentAnswer {
-    /// Change of λ_s applied (after clamping to [0.1, 0.9]).
+    /// Change of λ_s (after clamping).
     pub delta_s: f64,
-    /// Change of λ_c, −delta_s.
+    /// Change of λ_c (−delta_s).
     pub delta_c: f64,
-    /// Learning rate used (0 for a Bayesian move).
+    /// Learning rate (0 for a Bayesian move).
     pub alpha: f64,
-    /// The error that triggered it: predicted − actual, the mean error over the replay window
-    /// for a gradient step, or 1 − the replay accuracy for a Bayesian move.
+    /// The error behind it (replay step: the mean error; Bayesian: 1 − replay accuracy).
     pub trigger_error: f64,
 }
 
@@ -200,28 +199,27 @@ impl From<Adjustment> for AdjustmentAnswer {
 /// The report of one λ recalibration (gradient step or Bayesian optimisation).
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct RecalibrationReport {
-    /// Whether it found λ it could apply (see `error` otherwise).
+    /// Whether it found λ to apply; otherwise see error.
     pub success: bool,
-    /// The λ change it applies (or would apply in a dry run); null when none.
+    /// The λ change (applied unless dry_run); null when none.
     pub adjustment: Option<AdjustmentAnswer>,
-    /// λ after the run (equal to `previous_lambdas` when it failed or found nothing better).
+    /// λ after (equal to previous_lambdas when nothing changed).
     pub new_lambdas: LambdaPair,
-    /// λ before the run.
+    /// λ before.
     pub previous_lambdas: LambdaPair,
-    /// `gradient`, `bayesian`, or `none` when the replay window was empty.
+    /// gradient, bayesian, or none (empty replay window).
     pub method: Named<Method>,
-    /// Objective evaluations of the Bayesian optimisation; null for other methods or when it
-    /// could not start.
+    /// Bayesian objective evaluations; null otherwise.
     pub bo_iterations: Option<usize>,
-    /// Largest expected improvement at the last Bayesian proposal; null otherwise.
+    /// Bayesian: largest expected improvement at the last proposal; null otherwise.
     pub expected_improvement: Option<f64>,
-    /// Replay accuracy of the previous λ on predictions carrying ΔS/ΔC; null without any.
+    /// Replay accuracy of the previous λ; null without ΔS/ΔC data.
     pub replay_accuracy_before: Option<f64>,
-    /// Replay accuracy of the new λ; null without predictions carrying ΔS/ΔC.
+    /// Replay accuracy of the new λ; null without ΔS/ΔC data.
     pub replay_accuracy_after: Option<f64>,
-    /// Predictions the run used (for Bayesian, those carrying ΔS and ΔC).
+    /// Predictions used (Bayesian: those carrying ΔS and ΔC).
     pub samples: usize,
-    /// Whether this was a dry run (nothing applied).
+    /// Whether nothing was applied.
     pub dry_run: bool,
     /// Why it failed; null on success.
     pub error: Option<String>,
