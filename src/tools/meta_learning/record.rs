@@ -62,11 +62,12 @@ pub struct RecordInput {
     /// Lets a recalibration use only this domain's predictions.
     pub domain: Option<OneOf<MetaDomain>>,
     /// The acetylcholine level, a learning-rate modulator; the schema's description is
-    /// [`ach_level_description`], which quotes the constants.
+    /// `ach_level_description()`, which quotes the constants.
     #[schemars(description = ach_level_description(), extend("default" = ACH_BASELINE))]
     pub ach_level: Option<Num<UnitInterval>>,
 }
 
+/// The schema description of `ach_level`, quoting the learning-rate constants.
 fn ach_level_description() -> String {
     format!(
         "Optional, in [0, 1]; leave it out unless you have a reason to make this prediction \
