@@ -20,8 +20,10 @@ pub struct GetMetaLearningLog;
 pub const DEFAULT_LIMIT: i64 = 100;
 /// Largest page size.
 pub const MAX_LIMIT: i64 = 1000;
-/// Largest `offset`: far beyond any log, and small enough that every JSON number up to it is
-/// an exact integer in every client (below 2^53).
+/// Largest `offset`: far beyond any log, and below both 2^53 (every JSON number up to it is an
+/// exact integer in every client) and the 9·10^15 up to which `wire::Int` reads an integral
+/// float such as `1e15` as an integer. With `i64::MAX` the schema accepted `1e16` and the
+/// parser refused it.
 pub const MAX_OFFSET: i64 = 1_000_000_000_000_000;
 
 /// Arguments of `get_meta_learning_log`. A `start_time` after `end_time` selects nothing.
