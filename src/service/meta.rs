@@ -29,6 +29,17 @@ pub const MIN_BAYESIAN_SAMPLES: usize = 10;
 pub const EMBEDDER_WEIGHT_MIN: f64 = 0.05;
 /// Bounds of each per-embedder weight.
 pub const EMBEDDER_WEIGHT_MAX: f64 = 0.9;
+/// Acetylcholine level at or below which the learning rate is [`BASE_LEARNING_RATE`]; also the
+/// level used when a prediction gives none.
+pub const ACH_BASELINE: f64 = 0.001;
+/// Acetylcholine level at or above which the learning rate reaches [`MAX_LEARNING_RATE`].
+pub const ACH_MAX: f64 = 0.002;
+/// Learning rate α of a λ adjustment at the baseline acetylcholine level.
+pub const BASE_LEARNING_RATE: f64 = 0.05;
+/// Upper bound of the learning rate α.
+pub const MAX_LEARNING_RATE: f64 = 0.1;
+/// Lower bound of the learning rate α.
+pub const MIN_LEARNING_RATE: f64 = 0.01;
 
 /// Lifecycle stage by interaction count (SPEC §3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -205,10 +216,13 @@ pub struct Adjustment {
 /// ```text
 /// α = clamp(0.05 · (1 + (clamp(ach, 0.001, 0.002) − 0.001) / 0.001), 0.01, 0.1)
 /// ```
-/// so α runs from 0.05 at ach ≤ 0.001 to 0.1 at ach ≥ 0.002. NaN ach is treated as 0.001.
+/// ([`BASE_LEARNING_RATE`], [`ACH_BASELINE`], [`ACH_MAX`], [`MIN_LEARNING_RATE`],
+/// [`MAX_LEARNING_RATE`]), so α runs linearly from 0.05 at ach ≤ 0.001 to 0.1 at ach ≥ 0.002.
+/// NaN ach is treated as 0.001.
 pub fn learning_rate(ach: f64) -> f64 {
-    let ach = if ach.is_nan() { 0.001 } else { ach };
-    (0.05 * (1.0 + (ach.clamp(0.001, 0.002) - 0.001) / 0.001)).clamp(0.01, 0.1)
+    let ach = if ach.is_nan() { ACH_BASELINE } else { ach };
+    (BASE_LEARNING_RATE * (1.0 + (ach.clamp(ACH_BASELINE, ACH_MAX) - ACH_BASELINE) / ACH_BASELINE))
+        .clamp(MIN_LEARNING_RATE, MAX_LEARNING_RATE)
 }
 
 /// A bounded rolling window of accuracies.
@@ -316,6 +330,51 @@ pub struct RecordOutcome {
     /// True when [`ESCALATION_CYCLES`] consecutive low cycles were reached: the caller runs a
     /// Bayesian recalibration now (see [`MetaState::plan_bayesian`]).
     pub escalate: bool,
+}
+
+/// What recording one prediction did ([`MetaState::record_and_escalate`]): everything the
+/// caller persists and reports.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recorded {
+    /// This prediction's accuracy `1 − min(|e|, 1)`.
+    pub accuracy: f64,
+    /// This prediction's signed error `e = predicted − actual`.
+    pub error: f64,
+    /// The λ adjustment applied, if |e| exceeded [`ERROR_THRESHOLD`].
+    pub adjustment: Option<Adjustment>,
+    /// The automatic Bayesian recalibration this prediction started by completing
+    /// [`ESCALATION_CYCLES`] consecutive low cycles, already applied; `None` when none ran.
+    pub bayesian: Option<RecalibrationPlan>,
+    /// Whether that recalibration was the [`MAX_BAYESIAN_FAILURES`]-th failure in a row and
+    /// escalated to a human (a `human_escalation` event is then among `events`).
+    pub human_escalation: bool,
+    /// Events to log, in order.
+    pub events: Vec<Event>,
+    /// The embedder whose accuracy window changed besides the global window.
+    pub embedder_window: Option<u8>,
+}
+
+/// What a manual recalibration asks for ([`MetaState::recalibrate`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecalibrationRequest {
+    /// Bayesian optimisation even when no escalation is pending.
+    pub force_bayesian: bool,
+    /// The domain whose predictions form the replay window, `None` for all.
+    pub domain: Option<Domain>,
+    /// Compute only; change nothing.
+    pub dry_run: bool,
+}
+
+/// What a manual recalibration did ([`MetaState::recalibrate`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recalibration {
+    /// The plan computed (applied unless the request was a dry run).
+    pub plan: RecalibrationPlan,
+    /// Events to log, in order; empty for a dry run.
+    pub events: Vec<Event>,
+    /// λ before and after, when the run changed λ (an operator override to record); never for
+    /// a dry run.
+    pub lambda_change: Option<(Lambdas, Lambdas)>,
 }
 
 /// Recalibration method.
@@ -444,6 +503,24 @@ impl MetaState {
         }
     }
 
+    /// An event caused by prediction `p`: it carries `p`'s error, domain and embedder.
+    fn caused_by(
+        &self,
+        p: &Prediction,
+        now: DateTime<Utc>,
+        event_type: EventType,
+        before: Lambdas,
+        detail: String,
+    ) -> Event {
+        Event {
+            prediction_error: Some(p.error()),
+            domain: p.domain,
+            embedder_index: p.embedder_index,
+            detail,
+            ..self.event(now, event_type, before)
+        }
+    }
+
     /// Record one prediction outcome (SPEC §4 `record_prediction`).
     ///
     /// Updates the global and per-embedder windows, the lifecycle (moving λ by the change of
@@ -455,114 +532,227 @@ impl MetaState {
     /// δ_c = −δ_s,   λ_s clamped to [0.1, 0.9]
     /// ```
     /// and counts low cycles with alert/recovery hysteresis. Inputs are assumed validated
-    /// (finite, in [0, 1], embedder index < 13).
+    /// (finite, in [0, 1], embedder index < 13). The escalation it may call for is left to the
+    /// caller; [`MetaState::record_and_escalate`] runs it.
     pub fn record_prediction(&mut self, p: &Prediction, now: DateTime<Utc>) -> RecordOutcome {
         let mut events = Vec::new();
-        let error = p.error();
-        let accuracy = p.accuracy();
-        let stage_before = self.stage();
         self.interaction_count += 1;
-        self.global.push(accuracy);
+        self.global.push(p.accuracy());
         if let Some(i) = p.embedder_index {
-            self.embedders[usize::from(i)].push(accuracy);
+            self.embedders[usize::from(i)].push(p.accuracy());
         }
+        self.follow_lifecycle(p, now, &mut events);
+        let adjustment = self.adjust_toward(p, now, &mut events);
+        let escalate = self.count_cycle(p, now, &mut events);
+        RecordOutcome {
+            accuracy: p.accuracy(),
+            error: p.error(),
+            adjustment,
+            events,
+            escalate,
+        }
+    }
+
+    /// After the interaction count moved: on a stage change, move λ by the change of base.
+    fn follow_lifecycle(&mut self, p: &Prediction, now: DateTime<Utc>, events: &mut Vec<Event>) {
+        let stage_before = LifecycleStage::for_count(self.interaction_count - 1);
         let stage_after = self.stage();
-        if stage_after != stage_before {
-            let before = self.lambdas;
-            let shift = stage_after.base().s() - stage_before.base().s();
-            let (l, clamped) = Lambdas::from_s(self.lambdas.s() + shift);
-            self.lambdas = l;
-            let mut e = self.event(now, EventType::LambdaAdjustment, before);
-            e.domain = p.domain;
-            e.detail = format!(
+        if stage_after == stage_before {
+            return;
+        }
+        let before = self.lambdas;
+        let shift = stage_after.base().s() - stage_before.base().s();
+        let (l, clamped) = Lambdas::from_s(self.lambdas.s() + shift);
+        self.lambdas = l;
+        let lifecycle = |detail: String, event_type| Event {
+            domain: p.domain,
+            detail,
+            ..self.event(now, event_type, before)
+        };
+        events.push(lifecycle(
+            format!(
                 "lifecycle stage {} -> {}: λ moved by the change of base ({shift:+.2})",
                 stage_before.as_str(),
                 stage_after.as_str()
-            );
-            events.push(e);
-            if clamped {
-                let mut e = self.event(now, EventType::WeightClamped, before);
-                e.domain = p.domain;
-                e.detail = "λ_s clamped to [0.1, 0.9] after a lifecycle change".into();
-                events.push(e);
-            }
+            ),
+            EventType::LambdaAdjustment,
+        ));
+        if clamped {
+            events.push(lifecycle(
+                "λ_s clamped to [0.1, 0.9] after a lifecycle change".into(),
+                EventType::WeightClamped,
+            ));
         }
+    }
 
-        let mut adjustment = None;
-        if error.abs() > ERROR_THRESHOLD {
-            let alpha = learning_rate(p.ach_level);
-            let raw = match (p.delta_s, p.delta_c) {
-                (Some(ds), Some(dc)) => -alpha * error * (ds - dc),
-                _ => -alpha * error,
-            };
-            let before = self.lambdas;
-            let (l, clamped) = Lambdas::from_s(before.s() + raw);
-            self.lambdas = l;
-            let applied = l.s() - before.s();
-            let adj = Adjustment {
-                delta_s: applied,
-                delta_c: -applied,
-                alpha,
-                trigger_error: error,
-            };
-            self.adjustment_count += 1;
-            self.last_adjustment_at = Some(now);
-            adjustment = Some(adj);
-            let mut e = self.event(now, EventType::LambdaAdjustment, before);
-            e.prediction_error = Some(error);
-            e.domain = p.domain;
-            e.embedder_index = p.embedder_index;
-            e.detail = format!(
+    /// The delta-rule step of λ when |e| > [`ERROR_THRESHOLD`] (see [`Self::record_prediction`]).
+    fn adjust_toward(
+        &mut self,
+        p: &Prediction,
+        now: DateTime<Utc>,
+        events: &mut Vec<Event>,
+    ) -> Option<Adjustment> {
+        let error = p.error();
+        if error.abs() <= ERROR_THRESHOLD {
+            return None;
+        }
+        let alpha = learning_rate(p.ach_level);
+        let raw = match (p.delta_s, p.delta_c) {
+            (Some(ds), Some(dc)) => -alpha * error * (ds - dc),
+            _ => -alpha * error,
+        };
+        let before = self.lambdas;
+        let (l, clamped) = Lambdas::from_s(before.s() + raw);
+        self.lambdas = l;
+        let applied = l.s() - before.s();
+        self.adjustment_count += 1;
+        self.last_adjustment_at = Some(now);
+        events.push(self.caused_by(
+            p,
+            now,
+            EventType::LambdaAdjustment,
+            before,
+            format!(
                 "|error| {:.4} > 0.2: δ_s = {applied:+.6} (α = {alpha})",
                 error.abs()
-            );
-            events.push(e);
-            if clamped {
-                let mut e = self.event(now, EventType::WeightClamped, before);
-                e.prediction_error = Some(error);
-                e.domain = p.domain;
-                e.embedder_index = p.embedder_index;
-                e.detail = format!(
+            ),
+        ));
+        if clamped {
+            events.push(self.caused_by(
+                p,
+                now,
+                EventType::WeightClamped,
+                before,
+                format!(
                     "λ_s step {raw:+.6} clamped to the range [0.1, 0.9] (applied {applied:+.6})"
-                );
-                events.push(e);
-            }
+                ),
+            ));
         }
+        Some(Adjustment {
+            delta_s: applied,
+            delta_c: -applied,
+            alpha,
+            trigger_error: error,
+        })
+    }
 
+    /// Count a low cycle (or reset the count) with alert/recovery hysteresis; `true` when
+    /// [`ESCALATION_CYCLES`] consecutive low cycles call for a Bayesian recalibration.
+    fn count_cycle(&mut self, p: &Prediction, now: DateTime<Utc>, events: &mut Vec<Event>) -> bool {
         let acc = self.current_accuracy().unwrap_or(1.0);
         let mut escalate = false;
         if acc < LOW_ACCURACY {
             self.consecutive_low += 1;
             if !self.alert_active {
                 self.alert_active = true;
-                let mut e = self.event(now, EventType::AccuracyAlert, self.lambdas);
-                e.prediction_error = Some(error);
-                e.domain = p.domain;
-                e.embedder_index = p.embedder_index;
-                e.detail = format!("rolling accuracy {acc:.4} fell below 0.7");
-                events.push(e);
+                events.push(self.caused_by(
+                    p,
+                    now,
+                    EventType::AccuracyAlert,
+                    self.lambdas,
+                    format!("rolling accuracy {acc:.4} fell below 0.7"),
+                ));
             }
-            if self.consecutive_low >= ESCALATION_CYCLES && !self.human_review_required {
-                escalate = true;
-            }
+            escalate = self.consecutive_low >= ESCALATION_CYCLES && !self.human_review_required;
         } else {
             self.consecutive_low = 0;
         }
         if self.alert_active && acc >= RECOVERY_ACCURACY {
             self.alert_active = false;
-            let mut e = self.event(now, EventType::AccuracyRecovery, self.lambdas);
-            e.prediction_error = Some(error);
-            e.domain = p.domain;
-            e.embedder_index = p.embedder_index;
-            e.detail = format!("rolling accuracy {acc:.4} recovered to 0.75 or more");
-            events.push(e);
+            events.push(self.caused_by(
+                p,
+                now,
+                EventType::AccuracyRecovery,
+                self.lambdas,
+                format!("rolling accuracy {acc:.4} recovered to 0.75 or more"),
+            ));
         }
-        RecordOutcome {
-            accuracy,
-            error,
-            adjustment,
+        escalate
+    }
+
+    /// Record one prediction and run the escalation it calls for: the operation behind the
+    /// `record_prediction` tool.
+    ///
+    /// Does [`Self::record_prediction`]; when that completes [`ESCALATION_CYCLES`] consecutive
+    /// low cycles, plans a Bayesian recalibration ([`Self::plan_bayesian`]) over `replay()` and
+    /// applies it as an automatic run ([`Self::apply_plan`]), which may escalate to a human
+    /// after [`MAX_BAYESIAN_FAILURES`] failed runs in a row. `replay` must return the replay
+    /// window with `p` already in it (the newest [`WINDOW`] recorded predictions, oldest
+    /// first); it is called only when a recalibration runs, so the common case reads nothing.
+    ///
+    /// On return `self` holds the new state: persist it (the global window and, when
+    /// [`Recorded::embedder_window`] is set, that embedder's window changed) and log
+    /// [`Recorded::events`].
+    ///
+    /// # Errors
+    /// The error of `replay`; `self` is then partly updated and must be reloaded.
+    pub fn record_and_escalate<E>(
+        &mut self,
+        p: &Prediction,
+        now: DateTime<Utc>,
+        replay: impl FnOnce() -> Result<Vec<Prediction>, E>,
+    ) -> Result<Recorded, E> {
+        let outcome = self.record_prediction(p, now);
+        let mut events = outcome.events;
+        let mut bayesian = None;
+        let mut human_escalation = false;
+        if outcome.escalate {
+            let plan = self.plan_bayesian(&replay()?);
+            let applied = self.apply_plan(&plan, true, p.domain, now);
+            human_escalation = applied
+                .iter()
+                .any(|e| e.event_type == EventType::HumanEscalation);
+            events.extend(applied);
+            bayesian = Some(plan);
+        }
+        Ok(Recorded {
+            accuracy: outcome.accuracy,
+            error: outcome.error,
+            adjustment: outcome.adjustment,
+            bayesian,
+            human_escalation,
             events,
-            escalate,
+            embedder_window: p.embedder_index,
+        })
+    }
+
+    /// Whether an escalation is pending, so that a manual recalibration is Bayesian even when
+    /// not forced: a Bayesian run failed, a human review is required, or [`ESCALATION_CYCLES`]
+    /// low cycles are counted.
+    pub fn escalation_pending(&self) -> bool {
+        self.escalation_status() != EscalationStatus::Normal
+            || self.consecutive_low >= ESCALATION_CYCLES
+    }
+
+    /// A manual recalibration (the `trigger_lambda_recalibration` tool) over `replay`, the
+    /// replay window of `req.domain` (or of all domains): Bayesian when forced or when
+    /// [`Self::escalation_pending`], else a gradient step. Applied unless `req.dry_run`; a dry
+    /// run changes nothing, not even counters, and returns no events.
+    pub fn recalibrate(
+        &mut self,
+        req: &RecalibrationRequest,
+        replay: &[Prediction],
+        now: DateTime<Utc>,
+    ) -> Recalibration {
+        let plan = if req.force_bayesian || self.escalation_pending() {
+            self.plan_bayesian(replay)
+        } else {
+            self.plan_gradient(replay)
+        };
+        if req.dry_run {
+            return Recalibration {
+                plan,
+                events: Vec::new(),
+                lambda_change: None,
+            };
+        }
+        let before = self.lambdas;
+        let events = self.apply_plan(&plan, false, req.domain, now);
+        let lambda_change = (self.lambdas != before).then_some((before, self.lambdas));
+        Recalibration {
+            plan,
+            events,
+            lambda_change,
         }
     }
 
@@ -968,6 +1158,71 @@ mod tests {
                 .iter()
                 .any(|e| e.event_type == EventType::AccuracyRecovery)
         );
+    }
+
+    #[test]
+    fn record_and_escalate_reads_the_replay_window_only_when_it_escalates() {
+        let mut m = MetaState::default();
+        let mut reads = 0;
+        let mut runs = Vec::new();
+        for i in 1..=30 {
+            let p = pred(0.9, 0.3); // accuracy 0.4, no ΔS/ΔC: every Bayesian run fails
+            let r = m
+                .record_and_escalate(&p, now(), || {
+                    reads += 1;
+                    Ok::<_, ()>(vec![p.clone(); 5])
+                })
+                .unwrap();
+            assert_eq!(r.embedder_window, Some(0));
+            if let Some(plan) = &r.bayesian {
+                assert!(!plan.success);
+                runs.push((i, r.human_escalation));
+                assert!(
+                    r.events
+                        .iter()
+                        .any(|e| e.event_type == EventType::BayesianEscalation)
+                );
+            }
+        }
+        assert_eq!(reads, 3);
+        assert_eq!(runs, [(10, false), (20, false), (30, true)]);
+        assert_eq!(m.escalation_status(), EscalationStatus::HumanReviewRequired);
+        // Escalated to a human: no further automatic runs.
+        let r = m
+            .record_and_escalate(&pred(0.9, 0.3), now(), || Err("not read"))
+            .unwrap();
+        assert!(r.bayesian.is_none());
+    }
+
+    #[test]
+    fn a_dry_run_recalibration_changes_nothing() {
+        let mut m = MetaState::default();
+        for _ in 0..12 {
+            m.record_prediction(&pred(0.9, 0.4), now());
+        }
+        let replay = vec![pred(0.9, 0.4); 12];
+        let before = m.clone();
+        for force_bayesian in [false, true] {
+            let req = RecalibrationRequest {
+                force_bayesian,
+                domain: None,
+                dry_run: true,
+            };
+            let r = m.recalibrate(&req, &replay, now());
+            assert!(r.events.is_empty() && r.lambda_change.is_none());
+            assert_eq!(m, before);
+        }
+        // Ten low cycles are pending: the manual run is Bayesian without being forced.
+        assert!(m.escalation_pending());
+        let req = RecalibrationRequest {
+            force_bayesian: false,
+            domain: Some(Domain::Code),
+            dry_run: false,
+        };
+        let r = m.recalibrate(&req, &replay, now());
+        assert_eq!(r.plan.method, Method::Bayesian);
+        assert_eq!(r.events[0].domain, Some(Domain::Code));
+        assert_eq!(m.bayesian_failures, 1);
     }
 
     #[test]

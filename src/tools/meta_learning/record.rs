@@ -1,0 +1,350 @@
+//! `record_prediction`: the data path in. Closes a ΔS/ΔC prediction or records a prediction
+//! made elsewhere; the service updates accuracy and λ and runs the escalation it calls for.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+use super::{
+    AdjustmentAnswer, LambdaPair, MetaDomain, Named, RecalibrationReport, domain_of, persist,
+};
+use crate::service::Family;
+use crate::service::meta::{
+    ACH_BASELINE, ACH_MAX, BASE_LEARNING_RATE, ERROR_THRESHOLD, ESCALATION_CYCLES,
+    EscalationStatus, EventType, LOW_ACCURACY, LifecycleStage, MAX_BAYESIAN_FAILURES,
+    MAX_LEARNING_RATE, MetaState, Prediction, Recorded, WINDOW,
+};
+use crate::service::vocab::{Domain, NUM_EMBEDDERS};
+use crate::store::meta::{self as meta_store, CloseError, OPEN_PREDICTION_TTL_DAYS, Windows};
+use crate::tools::wire::{Int, Num, OneOf, UnitInterval, Validate, WireUuid};
+use crate::tools::{Annotations, Answer, ToolDef, ToolError, WriteCtx, WriteTool};
+
+/// `record_prediction`.
+pub struct RecordPrediction;
+
+/// The largest `embedder_index`.
+const LAST_EMBEDDER: i64 = NUM_EMBEDDERS as i64 - 1;
+
+/// The fields a `{prediction_id, actual}` call must leave out: the stored prediction has them.
+const STORED_FIELDS: [&str; 5] = [
+    "embedder_index",
+    "predicted",
+    "delta_s",
+    "delta_c",
+    "domain",
+];
+
+/// Arguments of `record_prediction`, in one of two forms: `{prediction_id, actual,
+/// ach_level?}` or `{embedder_index, predicted, actual, delta_s?, delta_c?, domain?,
+/// ach_level?}` with `delta_s` and `delta_c` both or neither (stated by the schema's `oneOf`).
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(extend("oneOf" = forms()))]
+pub struct RecordInput {
+    /// The prediction_id a gwt_compute_delta_sc call returned: closes that prediction, whose
+    /// predicted value, ΔS, ΔC and domain are stored. Then send only actual (and ach_level).
+    pub prediction_id: Option<WireUuid>,
+    /// Which of the 13 embedders made the prediction, 0 to 12 (E1 is 0). Required unless
+    /// prediction_id is given.
+    pub embedder_index: Option<Int<0, LAST_EMBEDDER>>,
+    /// The predicted value, in [0, 1]. Required unless prediction_id is given.
+    pub predicted: Option<Num<UnitInterval>>,
+    /// What actually happened, on the same 0-to-1 scale as the prediction.
+    pub actual: Num<UnitInterval>,
+    /// The surprise (ΔS, in [0, 1]) behind the prediction, if known; send it together with
+    /// delta_c. With both, λ learns by the delta rule on L = λ_s·ΔS + λ_c·ΔC, and the
+    /// prediction can serve a Bayesian recalibration.
+    pub delta_s: Option<Num<UnitInterval>>,
+    /// The coherence (ΔC, in [0, 1]) behind the prediction; send it together with delta_s.
+    pub delta_c: Option<Num<UnitInterval>>,
+    /// The domain of the work, any case: code, medical, legal, creative, research or general.
+    /// Lets a recalibration use only this domain's predictions.
+    pub domain: Option<OneOf<MetaDomain>>,
+    /// The acetylcholine level, a learning-rate modulator; the schema's description is
+    /// `ach_level_description()`, which quotes the constants.
+    #[schemars(description = ach_level_description(), extend("default" = ACH_BASELINE))]
+    pub ach_level: Option<Num<UnitInterval>>,
+}
+
+/// The schema description of `ach_level`, quoting the learning-rate constants.
+fn ach_level_description() -> String {
+    format!(
+        "Optional, in [0, 1]; leave it out unless you have a reason to make this prediction \
+         move λ faster. The acetylcholine level sets the learning rate α of the λ adjustment: \
+         at {ACH_BASELINE} or below (the default) α = {BASE_LEARNING_RATE}; above, α rises \
+         linearly to {MAX_LEARNING_RATE} at {ACH_MAX} and stays there. Lower values do not slow \
+         learning below the default."
+    )
+}
+
+/// The two forms as JSON Schema: either `prediction_id` without the stored fields, or
+/// `embedder_index` and `predicted` without `prediction_id`, with `delta_s` and `delta_c`
+/// both present or both absent.
+fn forms() -> Value {
+    let required = |f: &str| json!({"required": [f]});
+    json!([
+        {
+            "title": "Close a prediction returned by gwt_compute_delta_sc",
+            "required": ["prediction_id", "actual"],
+            "not": {"anyOf": STORED_FIELDS.map(required)},
+        },
+        {
+            "title": "Record a prediction made elsewhere",
+            "required": ["embedder_index", "predicted", "actual"],
+            "not": required("prediction_id"),
+            "anyOf": [
+                {"required": ["delta_s", "delta_c"]},
+                {"not": {"anyOf": [required("delta_s"), required("delta_c")]}},
+            ],
+        },
+    ])
+}
+
+/// A checked `record_prediction` call.
+enum Form {
+    /// Close the open prediction with this id.
+    Close(Uuid),
+    /// A prediction made elsewhere.
+    Direct {
+        embedder_index: u8,
+        predicted: f64,
+        signals: Option<(f64, f64)>,
+        domain: Option<Domain>,
+    },
+}
+
+impl RecordInput {
+    /// Which form the call takes, or why it takes neither.
+    fn form(&self) -> Result<Form, ToolError> {
+        if let Some(id) = self.prediction_id {
+            let given = [
+                self.embedder_index.is_some(),
+                self.predicted.is_some(),
+                self.delta_s.is_some(),
+                self.delta_c.is_some(),
+                self.domain.is_some(),
+            ];
+            if let Some(k) = given.iter().position(|g| *g) {
+                return Err(ToolError::invalid(format!(
+                    "field '{}' cannot be combined with 'prediction_id': a prediction_id closes a prediction from gwt_compute_delta_sc, whose values are stored; send only prediction_id and actual",
+                    STORED_FIELDS[k]
+                )));
+            }
+            return Ok(Form::Close(id.0));
+        }
+        let embedder_index = self.embedder_index.ok_or_else(|| {
+            ToolError::invalid(format!(
+                "missing required field 'embedder_index' (an integer in 0..={LAST_EMBEDDER}); or send prediction_id and actual"
+            ))
+        })?;
+        let predicted = self.predicted.ok_or_else(|| {
+            ToolError::invalid(
+                "missing required field 'predicted' (a number in [0, 1]); or send prediction_id and actual",
+            )
+        })?;
+        let signals = match (self.delta_s, self.delta_c) {
+            (Some(s), Some(c)) => Some((s.get(), c.get())),
+            (None, None) => None,
+            _ => {
+                return Err(ToolError::invalid(
+                    "fields 'delta_s' and 'delta_c' go together: send both or neither",
+                ));
+            }
+        };
+        Ok(Form::Direct {
+            embedder_index: embedder_index.get() as u8,
+            predicted: predicted.get(),
+            signals,
+            domain: domain_of(self.domain),
+        })
+    }
+}
+
+impl Validate for RecordInput {
+    fn validate(&self) -> Result<(), ToolError> {
+        self.form().map(drop)
+    }
+}
+
+/// The answer of `record_prediction`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct RecordAnswer {
+    /// Always true.
+    pub recorded: bool,
+    /// The prediction closed; null for a prediction made elsewhere.
+    pub prediction_id: Option<WireUuid>,
+    /// The embedder, 0 to 12; null for a closed ΔS/ΔC prediction (it covers all embedders).
+    pub embedder_index: Option<u8>,
+    /// The predicted value (for a closed prediction, its learning score, clamped to [0, 1]).
+    pub predicted: f64,
+    /// The outcome given.
+    pub actual: f64,
+    /// predicted − actual.
+    pub prediction_error: f64,
+    /// 1 − min(|prediction_error|, 1).
+    pub accuracy: f64,
+    /// The λ adjustment this prediction made; null when the error was small.
+    pub adjustment: Option<AdjustmentAnswer>,
+    /// λ after this call.
+    pub current_lambdas: LambdaPair,
+    /// Rolling accuracy over the last predictions.
+    pub current_accuracy: Option<f64>,
+    /// Consecutive predictions with rolling accuracy under the low-accuracy threshold.
+    pub consecutive_low_count: u32,
+    /// Escalation state after this call.
+    pub escalation_status: Named<EscalationStatus>,
+    /// Lifecycle stage after this call.
+    pub lifecycle_stage: Named<LifecycleStage>,
+    /// Predictions recorded so far.
+    pub interaction_count: u64,
+    /// The types of the events this call logged, in order.
+    pub events: Vec<Named<EventType>>,
+    /// The automatic Bayesian recalibration this call started; null when none ran.
+    pub bayesian_recalibration: Option<RecalibrationReport>,
+}
+
+impl RecordAnswer {
+    fn new(p: &Prediction, id: Option<Uuid>, r: &Recorded, m: &MetaState) -> Self {
+        RecordAnswer {
+            recorded: true,
+            prediction_id: id.map(WireUuid),
+            embedder_index: p.embedder_index,
+            predicted: p.predicted,
+            actual: p.actual,
+            prediction_error: r.error,
+            accuracy: r.accuracy,
+            adjustment: r.adjustment.map(AdjustmentAnswer::from),
+            current_lambdas: m.lambdas.into(),
+            current_accuracy: m.current_accuracy(),
+            consecutive_low_count: m.consecutive_low,
+            escalation_status: Named(m.escalation_status()),
+            lifecycle_stage: Named(m.stage()),
+            interaction_count: m.interaction_count,
+            events: r.events.iter().map(|e| Named(e.event_type)).collect(),
+            bayesian_recalibration: r
+                .bayesian
+                .as_ref()
+                .map(|plan| RecalibrationReport::new(plan, false)),
+        }
+    }
+}
+
+impl ToolDef for RecordPrediction {
+    const NAME: &'static str = "record_prediction";
+    const TITLE: &'static str = "Record a prediction outcome";
+    fn description() -> String {
+        format!(
+            "Report how a learning-signal prediction turned out, so the memory re-weights its \
+             signals (λ_s for surprise, λ_c for coherence). Usual form: {{prediction_id, \
+             actual}} once you know the outcome of a memory update scored by \
+             gwt_compute_delta_sc. Other form: {{embedder_index, predicted, actual}} for a \
+             prediction made elsewhere, optionally with delta_s and delta_c (both or neither) \
+             and domain. Values are on a 0-to-1 scale. Each call updates the rolling accuracy \
+             (1 − |predicted − actual| over the last {WINDOW} predictions); an error above \
+             {ERROR_THRESHOLD} moves λ. After {ESCALATION_CYCLES} predictions in a row with \
+             rolling accuracy under {LOW_ACCURACY} a Bayesian recalibration runs by itself, and \
+             after {MAX_BAYESIAN_FAILURES} failed runs in a row a human review is required \
+             (acknowledged with reset_meta_learning). A prediction_id can be closed once, \
+             within {OPEN_PREDICTION_TTL_DAYS} days."
+        )
+    }
+    const ANNOTATIONS: Annotations = Annotations {
+        read_only: false,
+        destructive: false,
+        idempotent: false,
+    };
+    type Input = RecordInput;
+    type Output = RecordAnswer;
+
+    fn example() -> Value {
+        json!({"embedder_index": 0, "predicted": 0.8, "actual": 0.5, "delta_s": 0.6, "delta_c": 0.4, "domain": "code"})
+    }
+}
+
+impl WriteTool for RecordPrediction {
+    const FAMILIES: &'static [Family] = &[Family::Meta];
+
+    fn run(ctx: &mut WriteCtx<'_>, input: RecordInput) -> Result<Answer<RecordAnswer>, ToolError> {
+        let (prediction, id) = prediction(ctx, &input)?;
+        meta_store::insert_prediction(ctx.db, &prediction, id)?;
+        let db = ctx.db;
+        let recorded = ctx
+            .svc
+            .meta
+            .record_and_escalate(&prediction, ctx.now, || meta_store::replay_window(db, None))?;
+        // A Bayesian run re-weights λ but leaves the accuracy windows alone.
+        persist(
+            ctx,
+            &recorded.events,
+            Windows::Prediction(recorded.embedder_window),
+        )?;
+        Ok(Answer::ok(RecordAnswer::new(
+            &prediction,
+            id,
+            &recorded,
+            &ctx.svc.meta,
+        )))
+    }
+}
+
+/// The prediction a call records, and the id of the open prediction it closes. Closing reads
+/// and updates the store; an id that is unknown, closed or expired is refused.
+fn prediction(
+    ctx: &WriteCtx<'_>,
+    input: &RecordInput,
+) -> Result<(Prediction, Option<Uuid>), ToolError> {
+    let base = Prediction {
+        timestamp: ctx.now,
+        embedder_index: None,
+        predicted: 0.0,
+        actual: input.actual.get(),
+        delta_s: None,
+        delta_c: None,
+        domain: None,
+        ach_level: input.ach_level.map_or(ACH_BASELINE, Num::get),
+    };
+    match input.form()? {
+        Form::Close(id) => {
+            let open = meta_store::close_prediction(ctx.db, id, ctx.now)?
+                .map_err(|why| cannot_close(id, why))?;
+            let closed = Prediction {
+                predicted: open.learning_score.clamp(0.0, 1.0),
+                delta_s: Some(open.delta_s),
+                delta_c: Some(open.delta_c),
+                domain: open.domain,
+                ..base
+            };
+            Ok((closed, Some(id)))
+        }
+        Form::Direct {
+            embedder_index,
+            predicted,
+            signals,
+            domain,
+        } => {
+            let direct = Prediction {
+                embedder_index: Some(embedder_index),
+                predicted,
+                delta_s: signals.map(|s| s.0),
+                delta_c: signals.map(|s| s.1),
+                domain,
+                ..base
+            };
+            Ok((direct, None))
+        }
+    }
+}
+
+/// Why the open prediction `id` cannot be closed: a refusal that depends on the stored data,
+/// answered like an argument error (the id is what is wrong).
+fn cannot_close(id: Uuid, why: CloseError) -> ToolError {
+    let reason = match why {
+        CloseError::Unknown => "is unknown (no gwt_compute_delta_sc call returned it)".to_string(),
+        CloseError::AlreadyClosed => "was already closed by an earlier record_prediction".into(),
+        CloseError::Expired => format!(
+            "has expired (predictions must be closed within {OPEN_PREDICTION_TTL_DAYS} days)"
+        ),
+    };
+    ToolError::invalid(format!("prediction_id {id} {reason}"))
+}
