@@ -7,7 +7,7 @@
 //! registry entry whose schemas are derived from the types. A handler only parses (done for it),
 //! calls the service operation, persists what it returns and shapes the answer. It never sees
 //! the lock, a JSON-RPC id or stdout: it gets a [`ReadCtx`] or [`WriteCtx`].
-//! [`App`] holds the `RwLock<MetaLearningService>` and the [`Store`], runs write tools inside one
+//! [`App`] holds the `RwLock<MetaLearningService>` and the [`Store`](crate::store::Store), runs write tools inside one
 //! `BEGIN IMMEDIATE` transaction after reloading state other processes changed, and maps
 //! [`ToolError`] to the wire in one place ([`App::call_tool`]).
 

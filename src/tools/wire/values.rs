@@ -139,7 +139,7 @@ impl<const LO: i64, const HI: i64> JsonSchema for Int<LO, HI> {
 const BLANK_CLASS: &str =
     r"\t\n\u000b\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff";
 
-/// Whether `c` is in [`BLANK_CLASS`].
+/// Whether `c` is blank: ECMAScript's `\s` plus U+0085 (the class of [`non_blank_pattern`]).
 pub fn is_blank_char(c: char) -> bool {
     matches!(
         c,
