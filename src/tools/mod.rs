@@ -1,15 +1,13 @@
-//! The tool registry (one list) and the dispatcher that runs a tool against the shared service
-//! and the store.
+//! The tool layer: thin adapters between the wire and the service.
 //!
-//! Each tool family lives in its own file and exports `TOOLS: &[Tool]`. A tool is a unit struct
-//! implementing [`ToolDef`] (name, texts, annotations, typed input and output from [`wire`]) and
-//! [`ReadTool`] or [`WriteTool`] (its handler); [`Tool::read`] / [`Tool::write`] turn it into a
-//! registry entry whose schemas are derived from the types. A handler only parses (done for it),
-//! calls the service operation, persists what it returns and shapes the answer. It never sees
-//! the lock, a JSON-RPC id or stdout: it gets a [`ReadCtx`] or [`WriteCtx`].
-//! [`App`] holds the `RwLock<MetaLearningService>` and the [`Store`](crate::store::Store), runs write tools inside one
-//! `BEGIN IMMEDIATE` transaction after reloading state other processes changed, and maps
-//! [`ToolError`] to the wire in one place ([`App::call_tool`]).
+//! Each tool family lives in its own file or folder and exports `TOOLS: &[Tool]`. A tool is a
+//! unit struct implementing [`ToolDef`] (name, texts, annotations, typed input and output from
+//! [`wire`]) and [`ReadTool`] or [`WriteTool`] (its handler); [`Tool::read`] / [`Tool::write`]
+//! turn it into a registry entry whose schemas are derived from the types. A handler only
+//! parses (done for it), calls the service operation, persists what it returns and shapes the
+//! answer. It never sees the lock, a JSON-RPC id or stdout: it gets a [`ReadCtx`] or
+//! [`WriteCtx`]. [`registry`] lists the families and the profile (`--tools`); [`App`] runs a
+//! call and maps [`ToolError`] to what the server answers ([`CallError`]).
 
 pub mod app;
 pub mod args;
