@@ -6,7 +6,7 @@
 //! turn it into a registry entry whose schemas are derived from the types. A handler only
 //! parses (done for it), calls the service operation, persists what it returns and shapes the
 //! answer. It never sees the lock, a JSON-RPC id or stdout: it gets a [`ReadCtx`] or
-//! [`WriteCtx`]. [`registry`] lists the families and the profile (`--tools`); [`App`] runs a
+//! [`WriteCtx`]. [`registry`](mod@registry) lists the families and the profile (`--tools`); [`App`] runs a
 //! call and maps [`ToolError`] to what the server answers ([`CallError`]).
 
 pub mod app;
