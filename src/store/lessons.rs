@@ -169,7 +169,8 @@ pub enum Inserted {
 
 /// Stores a lesson unless its task already has one with the same normalised strategy. Call
 /// inside a write transaction (`BEGIN IMMEDIATE` serialises concurrent loggers; the unique key is
-/// the backstop).
+/// the backstop). `now` is stored in whole microseconds, as the caller passes it (the dispatcher
+/// truncates the call's time).
 ///
 /// # Errors
 /// [`StoreError`] on SQL failure.
@@ -216,8 +217,6 @@ pub fn insert(
     db.conn
         .prepare_cached("INSERT INTO lessons_fts (rowid, terms) VALUES (?1, ?2)")?
         .execute(params![seq, search_terms])?;
-    // What a later read returns: the store keeps whole microseconds.
-    let created_at = from_us(to_us(now))?;
     Ok(Inserted::New(Lesson {
         id,
         task_id: l.task_id.clone(),
@@ -227,7 +226,7 @@ pub fn insert(
         failure_type: l.failure_type,
         source_agent: l.source_agent.clone(),
         is_active: true,
-        created_at,
+        created_at: now,
     }))
 }
 
