@@ -3,8 +3,9 @@
 //!
 //! A *lesson* records that a strategy failed on a task, with its root-cause analysis. Before an
 //! agent starts a strategy it asks whether a lesson of the same task blacklists it; the match is
-//! done here ([`matching`]) on normalised text ([`text`]). The store keeps lessons unique per
-//! (task id, normalised strategy). The directive history (human interventions) is owned by
+//! done here ([`matching`]) on normalised text ([`text`]). Task ids are compared by their
+//! [`TaskKey`] (case, width and surrounding spaces folded). The store keeps lessons unique per
+//! (task key, normalised strategy). The directive history (human interventions) is owned by
 //! `store::directives`; only its text limits live here.
 
 pub mod matching;
@@ -93,6 +94,27 @@ impl FailureType {
     }
 }
 
+/// A task id as the lesson and directive tools compare it: [`fold_text`] of the id as given
+/// (Unicode case folding, compatibility normalisation — so full-width `ＴＡＳＫ－４２` is
+/// `task-42` — and whitespace trimmed, inner runs collapsed to one space). `"TASK-42"`,
+/// `" task-42 "` and `"ＴＡＳＫ－４２"` have one key. Ids are stored and shown as given; only
+/// comparisons (duplicates, the blacklist, filters) use the key, which the store keeps beside
+/// each id.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct TaskKey(String);
+
+impl TaskKey {
+    /// The key of a task id.
+    pub fn of(task_id: &str) -> Self {
+        TaskKey(fold_text(task_id))
+    }
+
+    /// The key as stored.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
 /// A stored lesson, as plain fields.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Lesson {
@@ -119,8 +141,10 @@ pub struct Lesson {
 /// A validated `log_lesson_learned` request, ready to store.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewLesson {
-    /// Task id.
+    /// Task id, as given.
     pub task_id: String,
+    /// Its [`TaskKey`]: a task has one lesson per (key, normalised strategy).
+    pub task_key: TaskKey,
     /// Strategy as given.
     pub strategy_description: String,
     /// Its normalised form (never empty).
@@ -156,7 +180,7 @@ impl NewLesson {
         )
     }
 
-    /// Checks the fields of a lesson and normalises its strategy.
+    /// Checks the fields of a lesson, normalises its strategy and keys its task.
     ///
     /// Limits (characters): `task_id` and `source_agent` 1..=256, `strategy_description`
     /// 1..=4096, `rca_summary` 1..=16384; none may be whitespace-only; the strategy must keep
@@ -188,6 +212,7 @@ impl NewLesson {
         }
         Ok(NewLesson {
             task_id: task_id.to_owned(),
+            task_key: TaskKey::of(task_id),
             strategy_description: strategy_description.to_owned(),
             normalised_strategy,
             rca_summary: rca_summary.to_owned(),
@@ -398,6 +423,24 @@ mod tests {
         );
         assert_eq!(query_terms("a b c d", 2), ["a", "b"]);
         assert!(query_terms("🚀 !!!", 10).is_empty());
+    }
+
+    #[test]
+    fn task_keys_fold_case_width_and_surrounding_spaces() {
+        let key = TaskKey::of("TASK-42");
+        for same in [
+            "task-42",
+            " task-42 ",
+            "ＴＡＳＫ－４２",
+            "\u{3000}Task-42\t",
+        ] {
+            assert_eq!(TaskKey::of(same), key, "{same:?}");
+        }
+        assert_eq!(key.as_str(), "task-42");
+        assert_ne!(TaskKey::of("TASK-421"), key);
+        assert_ne!(TaskKey::of("TASK 42"), key);
+        let l = NewLesson::validate(" ＴＡＳＫ－４２", "s", "r", "UNKNOWN", "a").unwrap();
+        assert_eq!((l.task_id.as_str(), l.task_key), (" ＴＡＳＫ－４２", key));
     }
 
     #[test]

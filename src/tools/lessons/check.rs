@@ -7,8 +7,8 @@ use serde_json::{Value, json};
 
 use super::{ArgumentCode, Failure, Flag, LessonOut, Reply};
 use crate::service::lessons::{
-    MAX_ID_CHARS, MAX_STRATEGY_CHARS, MatchType, RELATED_LESSONS, best_match_tokens, proposal,
-    query_terms,
+    MAX_ID_CHARS, MAX_STRATEGY_CHARS, MatchType, RELATED_LESSONS, TaskKey, best_match_tokens,
+    proposal, query_terms,
 };
 use crate::store::StoreError;
 use crate::store::lessons as lesson_store;
@@ -25,7 +25,8 @@ pub struct CheckStrategyBlacklist;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CheckInput {
-    /// The task you are working on, as in `log_lesson_learned`.
+    /// The task you are working on, as in `log_lesson_learned`. Matching ignores case, width
+    /// and surrounding spaces.
     pub task_id: NonBlank<MAX_ID_CHARS>,
     /// The strategy you are about to try, in one sentence. An empty or blank strategy is never
     /// blacklisted.
@@ -118,9 +119,9 @@ impl ReadTool for CheckStrategyBlacklist {
             // Nothing to match: never blacklisted, and the store is not read.
             return Ok(Reply::done(Checked::default()));
         };
-        let task_id = input.task_id.as_str();
+        let key = TaskKey::of(input.task_id.as_str());
         // Only the task's active strategies are read; the whole lesson only for the match.
-        let candidates = lesson_store::active_strategies(ctx.db, task_id)?;
+        let candidates = lesson_store::active_strategies(ctx.db, &key)?;
         let tokenised = candidates
             .iter()
             .map(|c| Ok((c.normalised.as_str(), c.tokens()?)))
@@ -137,7 +138,7 @@ impl ReadTool for CheckStrategyBlacklist {
         }
         if input.include_related == Some(true) {
             let terms = query_terms(&input.strategy.0, MAX_QUERY_TERMS);
-            let related = lesson_store::related(ctx.db, task_id, &terms, RELATED_LESSONS)?;
+            let related = lesson_store::related(ctx.db, &key, &terms, RELATED_LESSONS)?;
             out.related_lessons = Some(
                 related
                     .iter()

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::{ArgumentCode, DirectiveOut, Failure, Reply};
-use crate::service::lessons::{DEFAULT_HISTORY_LIMIT, MAX_HISTORY_LIMIT, MAX_ID_CHARS};
+use crate::service::lessons::{DEFAULT_HISTORY_LIMIT, MAX_HISTORY_LIMIT, MAX_ID_CHARS, TaskKey};
 use crate::store::directives;
 use crate::tools::wire::{Int, NonBlank, Validate};
 use crate::tools::{Annotations, Answer, ReadCtx, ReadTool, ToolDef, ToolError};
@@ -21,7 +21,8 @@ pub struct ListDirectiveHistory;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HistoryInput {
-    /// Optional: only the entries of this task (leave out for all).
+    /// Optional: only the entries of this task (leave out for all). Matching ignores case,
+    /// width and surrounding spaces.
     pub task_id: Option<NonBlank<MAX_ID_CHARS>>,
     /// Page size.
     #[schemars(extend("default" = DEFAULT_HISTORY_LIMIT))]
@@ -78,12 +79,13 @@ impl ToolDef for ListDirectiveHistory {
 
 impl ReadTool for ListDirectiveHistory {
     fn run(ctx: &ReadCtx<'_>, input: HistoryInput) -> Result<Answer<HistoryAnswer>, ToolError> {
-        let task_id = input.task_id.as_ref().map(NonBlank::as_str);
+        let key = input.task_id.as_ref().map(|t| TaskKey::of(t.as_str()));
         let limit = input
             .limit
             .map_or(u64::from(DEFAULT_HISTORY_LIMIT), |l| l.get() as u64);
         let offset = input.offset.map_or(0, |o| o.get() as u64);
-        let (entries, total) = directives::list(ctx.db, task_id, limit as usize, offset as usize)?;
+        let (entries, total) =
+            directives::list(ctx.db, key.as_ref(), limit as usize, offset as usize)?;
         Ok(Reply::done(History {
             has_more: offset.saturating_add(entries.len() as u64) < total as u64,
             entries: entries.iter().map(DirectiveOut::from).collect(),

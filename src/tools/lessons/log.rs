@@ -23,6 +23,8 @@ pub struct LogLessonLearned;
 #[serde(deny_unknown_fields)]
 pub struct LogInput {
     /// The task the strategy failed on, as your project names it (a ticket or task id).
+    /// Matching ignores case, width and surrounding spaces (`TASK-42`, ` task-42 ` and
+    /// `ＴＡＳＫ－４２` are one task); the id is stored as given.
     pub task_id: NonBlank<MAX_ID_CHARS>,
     /// The strategy that failed, in one sentence, as an agent would propose it (for example
     /// "Mock the database layer in the integration tests"). It must contain words, not only

@@ -19,6 +19,8 @@ pub struct RecordDirective;
 #[serde(deny_unknown_fields)]
 pub struct RecordInput {
     /// Optional: the task the intervention concerns; leave out when it concerns no single task.
+    /// Stored as given; `list_directive_history` matches it ignoring case, width and
+    /// surrounding spaces.
     pub task_id: Option<NonBlank<MAX_ID_CHARS>>,
     /// `MANUAL_FIX` (the person fixed something by hand), `FEEDBACK` (a correction or
     /// direction), `OVERRIDE` (they overrode a decision) or `ESCALATION` (the problem was

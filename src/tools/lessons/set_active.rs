@@ -8,8 +8,8 @@ use serde_json::{Value, json};
 use super::{Code, Failure, Flag, LessonOut, Reply};
 use crate::service::Family;
 use crate::service::lessons::{
-    DEFAULT_ACTOR, LessonError, MAX_ID_CHARS, MAX_RATIONALE_CHARS, MAX_STRATEGY_CHARS, activation,
-    normalise_strategy,
+    DEFAULT_ACTOR, LessonError, MAX_ID_CHARS, MAX_RATIONALE_CHARS, MAX_STRATEGY_CHARS, TaskKey,
+    activation, normalise_strategy,
 };
 use crate::store::directives::{self, Directive, InterventionType};
 use crate::store::lessons as lesson_store;
@@ -37,7 +37,8 @@ pub struct SetActiveInput {
     /// The lesson, as `log_lesson_learned` or `check_strategy_blacklist` returned it. Give
     /// either this, or `task_id` and `strategy`.
     pub lesson_id: Option<WireUuid>,
-    /// With `strategy`, instead of `lesson_id`: the lesson's task.
+    /// With `strategy`, instead of `lesson_id`: the lesson's task. Matching ignores case, width
+    /// and surrounding spaces.
     pub task_id: Option<NonBlank<MAX_ID_CHARS>>,
     /// With `task_id`, instead of `lesson_id`: the lesson's strategy, matched as duplicates are
     /// (ignoring case, spacing and surrounding punctuation).
@@ -162,8 +163,9 @@ impl WriteTool for SetLessonActive {
         let id = match input.lesson_ref()? {
             LessonRef::Id(id) => id,
             LessonRef::Strategy(task, strategy) => {
+                let key = TaskKey::of(task);
                 let normalised = normalise_strategy(strategy);
-                match lesson_store::find_by_strategy(ctx.db, task, &normalised)? {
+                match lesson_store::find_by_strategy(ctx.db, &key, &normalised)? {
                     Some(l) => l.id,
                     None => {
                         let e = LessonError::NoLessonFor {
