@@ -7,7 +7,7 @@
 //! [`wire::parse`] gives), a failure of the store `INTERNAL_ERROR`, and refusals that depend on
 //! the stored lessons their own codes (`LESSON_ALREADY_EXISTS`, `LESSON_NOT_FOUND`). So each
 //! tool's output is a [`Reply`]: what it did, or a [`Failure`]; and the tools are registered by
-//! [`read`] / [`write`] here instead of [`Tool::read`] / [`Tool::write`], whose handlers turn
+//! [`read()`] / [`write()`] here instead of [`Tool::read`] / [`Tool::write`], whose handlers turn
 //! argument errors into `-32602`. A write tool runs inside a savepoint, so an internal failure
 //! undoes its own writes before it is answered (and the surrounding transaction commits).
 
@@ -91,7 +91,7 @@ impl Code for ArgumentCode {
     const INTERNAL: Self = ArgumentCode::Internal;
 }
 
-/// An output whose failures [`read`] / [`write`] can build.
+/// An output whose failures [`read()`] / [`write()`] can build.
 pub trait Structured {
     /// The structured failure for an argument error or an internal failure.
     fn failure(e: &ToolError) -> Self;

@@ -4,6 +4,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use uuid::Uuid;
 
 use super::{Code, Failure, Flag, LessonOut, Reply};
 use crate::service::Family;
@@ -53,7 +54,7 @@ pub struct SetActiveInput {
 /// How a call names its lesson.
 enum LessonRef<'a> {
     /// By id.
-    Id(uuid::Uuid),
+    Id(Uuid),
     /// By task and strategy.
     Strategy(&'a str, &'a str),
 }
@@ -199,7 +200,7 @@ impl WriteTool for SetLessonActive {
     }
 }
 
-fn not_found(e: &LessonError, id: Option<uuid::Uuid>) -> Answer<SetActiveAnswer> {
+fn not_found(e: &LessonError, id: Option<Uuid>) -> Answer<SetActiveAnswer> {
     Reply::failed(Failure {
         success: Flag,
         error: SetActiveCode::NotFound,
