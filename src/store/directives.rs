@@ -24,6 +24,10 @@ CREATE INDEX directive_history_task ON directive_history (task_id, created_us);
 CREATE INDEX directive_history_created ON directive_history (created_us);
 ";
 
+/// The actor of the entries the server writes itself (its escalations, the merges of a
+/// migration), beside `service::lessons::DEFAULT_ACTOR` for a person.
+pub const SERVER_ACTOR: &str = "meta-utl-mcp";
+
 /// Migration 11: entries are filtered by folded task id ([`TaskKey`]), like lessons. Each entry
 /// keeps its task's key in `task_key` (null without a task); [`fill_task_keys`] fills it for the
 /// entries stored before and replaces the index on `task_id` by one on `task_key`.
@@ -96,8 +100,8 @@ pub struct Directive {
     pub intervention_type: InterventionType,
     /// What happened, in words.
     pub description: String,
-    /// Who intervened; `service::lessons::DEFAULT_ACTOR` ("USER") by default, "meta-utl-mcp"
-    /// for the server's own escalations.
+    /// Who intervened; `service::lessons::DEFAULT_ACTOR` ("USER") by default, [`SERVER_ACTOR`]
+    /// for the server's own entries.
     pub actor: String,
     /// When (UTC, whole microseconds).
     pub created_at: DateTime<Utc>,

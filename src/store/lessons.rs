@@ -115,16 +115,14 @@ CREATE INDEX lessons_active_by_key ON lessons (task_key, is_active, seq);
 DROP INDEX lessons_active;
 ";
 
-/// Who the directive history names for the merges of [`fill_task_keys`].
-const MIGRATION_ACTOR: &str = "meta-utl-mcp";
-
 /// Data step of migration 10: the [`TaskKey`] of every stored lesson.
 ///
 /// Lessons whose task ids differ only in case, width or surrounding spaces, and whose normalised
 /// strategies are equal, were logged twice because of the case-sensitive comparison; they
 /// become one. The oldest is kept (its id, text and summary), active if any of them was (a
 /// strategy that was blocked under one spelling stays blocked); each later one is deleted, with
-/// its search terms, and an `OVERRIDE` entry in the directive history (actor `meta-utl-mcp`)
+/// its search terms, and an `OVERRIDE` entry in the directive history (by
+/// [`super::directives::SERVER_ACTOR`])
 /// keeps its id, task id, strategy and root-cause summary. Then [`TASK_KEY_INDEXES`] are built.
 ///
 /// # Errors
@@ -189,7 +187,7 @@ pub fn fill_task_keys(conn: &rusqlite::Connection) -> rusqlite::Result<()> {
                 Uuid::new_v4().to_string(),
                 keep_task,
                 note,
-                MIGRATION_ACTOR,
+                super::directives::SERVER_ACTOR,
                 now
             ],
         )?;
