@@ -664,3 +664,177 @@ fn operator_resets_appear_in_the_directive_history() {
     let t = s.tool_ok("list_directive_history", json!({"task_id": "T"}));
     assert_eq!(t["total_count"], 1);
 }
+
+#[test]
+fn task_ids_match_ignoring_case_width_and_surrounding_spaces() {
+    let mut s = Server::start();
+    let id = log(
+        &mut s,
+        "TASK-42",
+        "Mock the database layer in integration tests",
+    );
+    // The blacklist check, under every spelling of the task.
+    for task in [
+        "TASK-42",
+        "task-42",
+        " task-42 ",
+        "ＴＡＳＫ－４２",
+        "\u{3000}Task-42\t",
+    ] {
+        let r = check(&mut s, task, "mock the database layer in integration tests");
+        assert_eq!(r["blacklisted"], true, "{task:?}: {r}");
+        assert_eq!(r["lesson"]["id"], id.as_str());
+        // Stored and shown as given.
+        assert_eq!(r["lesson"]["task_id"], "TASK-42");
+    }
+    assert_eq!(
+        check(
+            &mut s,
+            "TASK-421",
+            "mock the database layer in integration tests"
+        ),
+        json!({"blacklisted": false})
+    );
+    // Duplicate detection.
+    for task in [" task-42 ", "ＴＡＳＫ－４２"] {
+        let f = failed(
+            &mut s,
+            "log_lesson_learned",
+            lesson_args(task, "Mock the database layer in integration tests"),
+        );
+        assert_eq!(f["error"], "LESSON_ALREADY_EXISTS", "{task:?}");
+        assert_eq!(f["lesson_id"], id.as_str());
+    }
+    // Related lessons leave out the task under any spelling, and keep other tasks.
+    log(&mut s, "task-7", "Shard the database by tenant");
+    let r = s.tool_ok(
+        "check_strategy_blacklist",
+        json!({"task_id": "ＴＡＳＫ－４２", "strategy": "database tenant", "include_related": true}),
+    );
+    let related: Vec<&Value> = r["related_lessons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| &x["lesson"]["task_id"])
+        .collect();
+    assert_eq!(related, [&json!("task-7")], "{r}");
+    // set_lesson_active by task and strategy, and the history filtered by task.
+    let r = s.tool_ok(
+        "set_lesson_active",
+        json!({"task_id": " task-42 ", "strategy": "mock the database layer in integration tests",
+               "active": false, "rationale": "the schema is stable now"}),
+    );
+    assert_eq!(r["lesson"]["id"], id.as_str());
+    s.tool_ok(
+        "record_directive",
+        json!({"task_id": "task-42", "intervention_type": "FEEDBACK", "description": "use fixtures"}),
+    );
+    let h = s.tool_ok(
+        "list_directive_history",
+        json!({"task_id": "ＴＡＳＫ－４２"}),
+    );
+    assert_eq!(h["total_count"], 2, "{h}");
+    let tasks: Vec<&Value> = h["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| &e["task_id"])
+        .collect();
+    assert_eq!(tasks, [&json!("task-42"), &json!("TASK-42")]);
+    assert_eq!(
+        s.tool_ok("list_directive_history", json!({"task_id": "TASK-7"}))["total_count"],
+        0
+    );
+}
+
+#[test]
+fn the_task_id_descriptions_say_how_task_ids_are_matched() {
+    let mut s = Server::start();
+    let tools = s.request("tools/list", Value::Null)["result"]["tools"].clone();
+    for t in tools.as_array().unwrap() {
+        let Some(task_id) = t["inputSchema"]["properties"].get("task_id") else {
+            continue;
+        };
+        if t["name"] == "record_directive" || t["name"].as_str().unwrap().contains("lesson") {
+            let d = task_id["description"].as_str().unwrap();
+            let d = d.split_whitespace().collect::<Vec<_>>().join(" ");
+            assert!(
+                d.contains("ignor") && d.contains("case, width and surrounding spaces"),
+                "{}: {d}",
+                t["name"]
+            );
+        }
+    }
+}
+
+#[test]
+fn a_database_written_before_task_ids_were_folded_migrates() {
+    // Written by the schema-9 binary; see tests/fixtures/README.md.
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("state.db");
+    std::fs::copy(
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/lessons-v9.sqlite"
+        ),
+        &db,
+    )
+    .unwrap();
+    let mut s = Server::start_at(&db, &[]);
+    // TASK-42 and task-42 had the same strategy: the older lesson is kept.
+    let r = check(
+        &mut s,
+        "task-42",
+        "mock the database layer in integration tests",
+    );
+    assert_eq!(r["blacklisted"], true, "{r}");
+    assert_eq!(r["lesson"]["task_id"], "TASK-42");
+    assert_eq!(
+        r["lesson"]["rca_summary"],
+        "Mocks hid a migration bug that only the real schema exposed."
+    );
+    let kept = r["lesson"]["id"].as_str().unwrap().to_string();
+    // The full-width task id is the same task.
+    let r = check(&mut s, "Task-42", "Pin the compiler version");
+    assert_eq!(r["lesson"]["task_id"], "ＴＡＳＫ－４２", "{r}");
+    // T-7's lesson was deactivated, its duplicate under " t-7 " was not: the kept lesson
+    // blocks, since the strategy was blocked under one spelling.
+    let r = check(&mut s, "T-7", "retry the flaky network call");
+    assert_eq!(r["blacklisted"], true, "{r}");
+    assert_eq!(r["lesson"]["task_id"], "T-7");
+    // The unique index: no new duplicate under another spelling.
+    let f = failed(
+        &mut s,
+        "log_lesson_learned",
+        lesson_args("TASK-42 ", "Mock the database layer in integration tests"),
+    );
+    assert_eq!(f["lesson_id"], kept.as_str());
+    // Each merge is in the directive history, with the merged lesson's summary; the
+    // directives of every spelling of the task are found together.
+    let h = s.tool_ok("list_directive_history", json!({"task_id": "TASK-42"}));
+    let entries = h["entries"].as_array().unwrap();
+    let kinds: Vec<&str> = entries
+        .iter()
+        .map(|e| e["intervention_type"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["OVERRIDE", "MANUAL_FIX", "FEEDBACK"], "{h}");
+    let note = entries[0]["description"].as_str().unwrap();
+    assert!(
+        note.contains(&format!("merged into lesson {kept}"))
+            && note.contains("Logged again under a lower-case task id."),
+        "{note}"
+    );
+    assert_eq!(entries[0]["actor"], "meta-utl-mcp");
+    let h = s.tool_ok("list_directive_history", json!({}));
+    assert_eq!(
+        h["total_count"], 6,
+        "4 entries written before and 2 merges: {h}"
+    );
+    // Other tasks are untouched.
+    let r = check(
+        &mut s,
+        "other",
+        "mock the database layer in integration tests",
+    );
+    assert_eq!(r["lesson"]["task_id"], "other");
+}

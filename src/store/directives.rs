@@ -6,6 +6,7 @@ use rusqlite::params;
 use uuid::Uuid;
 
 use super::{Db, StoreError, from_us, to_us};
+use crate::service::lessons::TaskKey;
 
 /// Schema of the directive history (migration 2).
 pub const MIGRATION: &str = "
@@ -22,6 +23,37 @@ CREATE TABLE directive_history (
 CREATE INDEX directive_history_task ON directive_history (task_id, created_us);
 CREATE INDEX directive_history_created ON directive_history (created_us);
 ";
+
+/// The actor of the entries the server writes itself (its escalations, the merges of a
+/// migration), beside `service::lessons::DEFAULT_ACTOR` for a person.
+pub const SERVER_ACTOR: &str = "meta-utl-mcp";
+
+/// Migration 11: entries are filtered by folded task id ([`TaskKey`]), like lessons. Each entry
+/// keeps its task's key in `task_key` (null without a task); [`fill_task_keys`] fills it for the
+/// entries stored before and replaces the index on `task_id` by one on `task_key`.
+pub const MIGRATION_TASK_KEY: &str = "
+ALTER TABLE directive_history ADD COLUMN task_key TEXT;
+";
+
+/// Data step of migration 11: the [`TaskKey`] of every stored entry's task, then the index
+/// `directive_history_task_key (task_key, created_us)` in place of `directive_history_task`.
+///
+/// # Errors
+/// SQL failure.
+pub fn fill_task_keys(conn: &rusqlite::Connection) -> rusqlite::Result<()> {
+    let rows: Vec<(i64, String)> = conn
+        .prepare("SELECT seq, task_id FROM directive_history WHERE task_id IS NOT NULL")?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<Result<_, _>>()?;
+    let mut update = conn.prepare("UPDATE directive_history SET task_key = ?2 WHERE seq = ?1")?;
+    for (seq, task_id) in rows {
+        update.execute(params![seq, TaskKey::of(&task_id).as_str()])?;
+    }
+    conn.execute_batch(
+        "CREATE INDEX directive_history_task_key ON directive_history (task_key, created_us);
+         DROP INDEX directive_history_task;",
+    )
+}
 
 /// The kinds of intervention.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,12 +92,18 @@ impl InterventionType {
 /// One directive-history entry.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Directive {
+    /// Entry id.
     pub id: Uuid,
+    /// The task it concerns, as given (compared by its [`TaskKey`]); `None` for the whole server.
     pub task_id: Option<String>,
+    /// What kind of intervention.
     pub intervention_type: InterventionType,
+    /// What happened, in words.
     pub description: String,
-    /// Who intervened; "USER" by default, "meta-utl-mcp" for the server's own escalations.
+    /// Who intervened; `service::lessons::DEFAULT_ACTOR` ("USER") by default, [`SERVER_ACTOR`]
+    /// for the server's own entries.
     pub actor: String,
+    /// When (UTC, whole microseconds).
     pub created_at: DateTime<Utc>,
 }
 
@@ -89,15 +127,16 @@ impl Directive {
     }
 }
 
-/// Append an entry.
+/// Append an entry (with its task's [`TaskKey`]).
 ///
 /// # Errors
 /// [`StoreError::Sqlite`] on SQL failure.
 pub fn insert(db: &Db<'_>, d: &Directive) -> Result<(), StoreError> {
     db.conn
         .prepare_cached(
-            "INSERT INTO directive_history (id, task_id, intervention_type, description, actor, created_us)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            "INSERT INTO directive_history (id, task_id, intervention_type, description, actor,
+                                            created_us, task_key)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         )?
         .execute(params![
             d.id.to_string(),
@@ -106,29 +145,34 @@ pub fn insert(db: &Db<'_>, d: &Directive) -> Result<(), StoreError> {
             d.description,
             d.actor,
             to_us(d.created_at),
+            d.task_id
+                .as_deref()
+                .map(|t| TaskKey::of(t).as_str().to_owned()),
         ])?;
     Ok(())
 }
 
-/// One page of entries (of `task_id` when given), newest first (ties: latest inserted first),
+/// One page of entries (of task `key` when given), newest first (ties: latest inserted first),
 /// and the total number matching.
 ///
 /// # Errors
 /// [`StoreError`] on SQL failure or an unreadable row.
 pub fn list(
     db: &Db<'_>,
-    task_id: Option<&str>,
+    key: Option<&TaskKey>,
     limit: usize,
     offset: usize,
 ) -> Result<(Vec<Directive>, usize), StoreError> {
-    // Only the filter in use appears in the SQL so the (task_id, created) index is used.
-    let filter = if task_id.is_some() {
-        "WHERE task_id = ?"
+    // Only the filter in use appears in the SQL so the (task_key, created) index is used.
+    let filter = if key.is_some() {
+        "WHERE task_key = ?"
     } else {
         ""
     };
-    let mut values: Vec<rusqlite::types::Value> =
-        task_id.map(|t| t.to_string().into()).into_iter().collect();
+    let mut values: Vec<rusqlite::types::Value> = key
+        .map(|k| k.as_str().to_owned().into())
+        .into_iter()
+        .collect();
     let total: i64 = db
         .conn
         .prepare_cached(&format!("SELECT count(*) FROM directive_history {filter}"))?

@@ -6,7 +6,7 @@ use rusqlite::{OptionalExtension, Row, params};
 use uuid::Uuid;
 
 use super::{Db, StoreError, from_us, to_us};
-use crate::service::lessons::{FailureType, Lesson, NewLesson, word_spans};
+use crate::service::lessons::{FailureType, Lesson, NewLesson, TaskKey, word_spans};
 
 /// Schema of the lesson store.
 ///
@@ -93,6 +93,108 @@ pub fn fill_strategy_spans(conn: &rusqlite::Connection) -> rusqlite::Result<()> 
     Ok(())
 }
 
+/// Migration 10: task ids are compared folded ([`TaskKey`]: case, width, surrounding spaces),
+/// so `"TASK-42"` and `" task-42 "` are one task. Each lesson keeps its key in `task_key`;
+/// [`fill_task_keys`] fills it for lessons stored before, merges lessons that become duplicates,
+/// and then builds the indexes of [`TASK_KEY_INDEXES`].
+pub const MIGRATION_TASK_KEY: &str = "
+ALTER TABLE lessons ADD COLUMN task_key TEXT NOT NULL DEFAULT '';
+";
+
+/// The indexes over `task_key`, built by [`fill_task_keys`] once every key is known:
+///
+/// - `lessons_task_key_strategy`, unique: one lesson per (task key, normalised strategy), which
+///   makes concurrent duplicates resolve to one row; it also serves every per-task lookup. (The
+///   table's original `UNIQUE (task_id, normalised_strategy)` stays: SQLite cannot drop a table
+///   constraint, and equal ids have equal keys, so it never refuses what this one allows.)
+/// - `lessons_active_by_key` replaces `lessons_active`: the active lessons of one task, oldest
+///   first, for the blacklist check.
+pub const TASK_KEY_INDEXES: &str = "
+CREATE UNIQUE INDEX lessons_task_key_strategy ON lessons (task_key, normalised_strategy);
+CREATE INDEX lessons_active_by_key ON lessons (task_key, is_active, seq);
+DROP INDEX lessons_active;
+";
+
+/// Data step of migration 10: the [`TaskKey`] of every stored lesson.
+///
+/// Lessons whose task ids differ only in case, width or surrounding spaces, and whose normalised
+/// strategies are equal, were logged twice because of the case-sensitive comparison; they
+/// become one. The oldest is kept (its id, text and summary), active if any of them was (a
+/// strategy that was blocked under one spelling stays blocked); each later one is deleted, with
+/// its search terms, and an `OVERRIDE` entry in the directive history (by
+/// [`super::directives::SERVER_ACTOR`])
+/// keeps its id, task id, strategy and root-cause summary. Then [`TASK_KEY_INDEXES`] are built.
+///
+/// # Errors
+/// SQL failure.
+pub fn fill_task_keys(conn: &rusqlite::Connection) -> rusqlite::Result<()> {
+    type Row = (i64, String, String, String, String, String, bool);
+    let rows: Vec<Row> = conn
+        .prepare(
+            "SELECT seq, id, task_id, normalised_strategy, strategy_description, rca_summary,
+                    is_active
+             FROM lessons ORDER BY seq",
+        )?
+        .query_map([], |r| {
+            Ok((
+                r.get(0)?,
+                r.get(1)?,
+                r.get(2)?,
+                r.get(3)?,
+                r.get(4)?,
+                r.get(5)?,
+                r.get::<_, i64>(6)? != 0,
+            ))
+        })?
+        .collect::<Result<_, _>>()?;
+    // (key, normalised strategy) → index in `rows` of the lesson kept.
+    let mut kept: std::collections::HashMap<(String, String), usize> = Default::default();
+    let mut set_key = conn.prepare("UPDATE lessons SET task_key = ?2 WHERE seq = ?1")?;
+    let mut merges: Vec<(usize, usize)> = Vec::new();
+    for (i, (seq, _, task_id, normalised, ..)) in rows.iter().enumerate() {
+        let key = TaskKey::of(task_id).as_str().to_owned();
+        match kept.entry((key, normalised.clone())) {
+            std::collections::hash_map::Entry::Occupied(k) => merges.push((i, *k.get())),
+            std::collections::hash_map::Entry::Vacant(v) => {
+                set_key.execute(params![seq, v.key().0])?;
+                v.insert(i);
+            }
+        }
+    }
+    let now = to_us(chrono::Utc::now());
+    for (dup, keep) in merges {
+        let (seq, id, task_id, _, strategy, rca, active) = &rows[dup];
+        let (keep_seq, keep_id, keep_task, ..) = &rows[keep];
+        if *active {
+            conn.execute(
+                "UPDATE lessons SET is_active = 1 WHERE seq = ?1",
+                [keep_seq],
+            )?;
+        }
+        conn.execute("DELETE FROM lessons WHERE seq = ?1", [seq])?;
+        conn.execute("DELETE FROM lessons_fts WHERE rowid = ?1", [seq])?;
+        let note = format!(
+            "lesson {id} (task {task_id:?}, strategy {strategy:?}, {state}) merged into lesson \
+             {keep_id} (task {keep_task:?}): task ids that differ only in case, width or \
+             surrounding spaces name one task. Its root-cause summary: {rca}",
+            state = if *active { "active" } else { "inactive" },
+        );
+        conn.execute(
+            "INSERT INTO directive_history (id, task_id, intervention_type, description, actor,
+                                            created_us)
+             VALUES (?1, ?2, 'OVERRIDE', ?3, ?4, ?5)",
+            params![
+                Uuid::new_v4().to_string(),
+                keep_task,
+                note,
+                super::directives::SERVER_ACTOR,
+                now
+            ],
+        )?;
+    }
+    conn.execute_batch(TASK_KEY_INDEXES)
+}
+
 const COLUMNS: &str = "l.id, l.task_id, l.strategy_description, l.normalised_strategy, \
                        l.rca_summary, l.failure_type, l.source_agent, l.is_active, l.created_us";
 
@@ -167,9 +269,10 @@ pub enum Inserted {
     Exists(Lesson),
 }
 
-/// Stores a lesson unless its task already has one with the same normalised strategy. Call
-/// inside a write transaction (`BEGIN IMMEDIATE` serialises concurrent loggers; the unique key is
-/// the backstop).
+/// Stores a lesson unless its task (by [`TaskKey`]) already has one with the same normalised
+/// strategy. Call inside a write transaction (`BEGIN IMMEDIATE` serialises concurrent loggers;
+/// the unique index is the backstop). `now` is stored in whole microseconds, as the caller
+/// passes it (the dispatcher truncates the call's time).
 ///
 /// # Errors
 /// [`StoreError`] on SQL failure.
@@ -180,7 +283,7 @@ pub fn insert(
     search_terms: &str,
     now: DateTime<Utc>,
 ) -> Result<Inserted, StoreError> {
-    if let Some(existing) = find_by_strategy(db, &l.task_id, &l.normalised_strategy)? {
+    if let Some(existing) = find_by_strategy(db, &l.task_key, &l.normalised_strategy)? {
         return Ok(Inserted::Exists(existing));
     }
     let seq: Option<i64> = db
@@ -188,9 +291,9 @@ pub fn insert(
         .prepare_cached(
             "INSERT INTO lessons (id, task_id, strategy_description, normalised_strategy,
                                   rca_summary, failure_type, source_agent, is_active, created_us,
-                                  strategy_spans)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 1, ?8, ?9)
-             ON CONFLICT (task_id, normalised_strategy) DO NOTHING
+                                  strategy_spans, task_key)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 1, ?8, ?9, ?10)
+             ON CONFLICT DO NOTHING
              RETURNING seq",
         )?
         .query_row(
@@ -204,20 +307,19 @@ pub fn insert(
                 l.source_agent,
                 to_us(now),
                 encode_spans(&l.normalised_strategy),
+                l.task_key.as_str(),
             ],
             |r| r.get(0),
         )
         .optional()?;
     let Some(seq) = seq else {
-        let existing = find_by_strategy(db, &l.task_id, &l.normalised_strategy)?
+        let existing = find_by_strategy(db, &l.task_key, &l.normalised_strategy)?
             .ok_or_else(|| StoreError::Corrupt("lesson conflict without a row".into()))?;
         return Ok(Inserted::Exists(existing));
     };
     db.conn
         .prepare_cached("INSERT INTO lessons_fts (rowid, terms) VALUES (?1, ?2)")?
         .execute(params![seq, search_terms])?;
-    // What a later read returns: the store keeps whole microseconds.
-    let created_at = from_us(to_us(now))?;
     Ok(Inserted::New(Lesson {
         id,
         task_id: l.task_id.clone(),
@@ -227,24 +329,24 @@ pub fn insert(
         failure_type: l.failure_type,
         source_agent: l.source_agent.clone(),
         is_active: true,
-        created_at,
+        created_at: now,
     }))
 }
 
-/// The lesson of `task_id` with this normalised strategy, active or not.
+/// The lesson of task `key` with this normalised strategy, active or not.
 ///
 /// # Errors
 /// [`StoreError`] on SQL failure or an unreadable row.
 pub fn find_by_strategy(
     db: &Db<'_>,
-    task_id: &str,
+    key: &TaskKey,
     normalised_strategy: &str,
 ) -> Result<Option<Lesson>, StoreError> {
     db.conn
         .prepare_cached(&format!(
-            "SELECT {COLUMNS} FROM lessons l WHERE l.task_id = ?1 AND l.normalised_strategy = ?2"
+            "SELECT {COLUMNS} FROM lessons l WHERE l.task_key = ?1 AND l.normalised_strategy = ?2"
         ))?
-        .query_row(params![task_id, normalised_strategy], raw_lesson)
+        .query_row(params![key.as_str(), normalised_strategy], raw_lesson)
         .optional()?
         .map(lesson_from_raw)
         .transpose()
@@ -264,17 +366,17 @@ pub fn get(db: &Db<'_>, id: Uuid) -> Result<Option<Lesson>, StoreError> {
 }
 
 /// The normalised strategies of one task's active lessons with their row keys, oldest first
-/// (index `lessons_active`; other tasks' lessons are never read, and no summary text is
+/// (index `lessons_active_by_key`; other tasks' lessons are never read, and no summary text is
 /// loaded).
 ///
 /// # Errors
 /// [`StoreError::Sqlite`] on SQL failure.
-pub fn active_strategies(db: &Db<'_>, task_id: &str) -> Result<Vec<ActiveStrategy>, StoreError> {
+pub fn active_strategies(db: &Db<'_>, key: &TaskKey) -> Result<Vec<ActiveStrategy>, StoreError> {
     let mut stmt = db.conn.prepare_cached(
         "SELECT seq, normalised_strategy, strategy_spans FROM lessons
-         WHERE task_id = ?1 AND is_active = 1 ORDER BY seq",
+         WHERE task_key = ?1 AND is_active = 1 ORDER BY seq",
     )?;
-    let rows = stmt.query_map([task_id], |r| {
+    let rows = stmt.query_map([key.as_str()], |r| {
         Ok(ActiveStrategy {
             seq: r.get(0)?,
             normalised: r.get(1)?,
@@ -345,7 +447,7 @@ pub const RAREST_KEPT: usize = 2;
 /// Candidates ranked by the full-text index before the task and activity filters apply.
 const RELATED_CANDIDATES: usize = 64;
 
-/// Up to `limit` active lessons of tasks other than `task_id` whose search terms share a term
+/// Up to `limit` active lessons of tasks other than `key`'s whose search terms share a term
 /// with `terms`, best first by FTS5 bm25 (ties: oldest first). Returns each lesson with its
 /// bm25 score (lower is more relevant; SQLite's sign convention). Empty `terms` → empty.
 ///
@@ -353,13 +455,13 @@ const RELATED_CANDIDATES: usize = 64;
 /// in more than [`COMMON_TERM_MIN_DOCS`]) are dropped (document frequencies from the `fts5vocab` table; if all are common, the
 /// [`RAREST_KEPT`] rarest stay), and only the best 64 full-text candidates are joined and
 /// filtered, so a check is never a scan of every lesson. If most of those 64 belong to
-/// `task_id` or are inactive, fewer than `limit` lessons come back.
+/// the task or are inactive, fewer than `limit` lessons come back.
 ///
 /// # Errors
 /// [`StoreError`] on SQL failure or an unreadable row.
 pub fn related(
     db: &Db<'_>,
-    task_id: &str,
+    key: &TaskKey,
     terms: &[String],
     limit: usize,
 ) -> Result<Vec<(Lesson, f64)>, StoreError> {
@@ -404,10 +506,10 @@ pub fn related(
          FROM (SELECT rowid, bm25(lessons_fts) AS rank FROM lessons_fts
                WHERE lessons_fts MATCH ?1 ORDER BY rank LIMIT {RELATED_CANDIDATES}) AS c
          JOIN lessons l ON l.seq = c.rowid
-         WHERE l.task_id <> ?2 AND l.is_active = 1
+         WHERE l.task_key <> ?2 AND l.is_active = 1
          ORDER BY c.rank, l.seq LIMIT ?3"
     ))?;
-    let rows = stmt.query_map(params![query, task_id, limit as i64], |r| {
+    let rows = stmt.query_map(params![query, key.as_str(), limit as i64], |r| {
         Ok((raw_lesson(r)?, r.get::<_, f64>(9)?))
     })?;
     rows.map(|r| {
@@ -454,7 +556,7 @@ mod tests {
                 for (n, s) in TRICKY.iter().enumerate() {
                     add(db, "t", s, "why", n as u128 + 1);
                 }
-                let stored = active_strategies(db, "t")?;
+                let stored = active_strategies(db, &TaskKey::of("t"))?;
                 assert_eq!(stored.len(), TRICKY.len());
                 for (c, s) in stored.iter().zip(TRICKY) {
                     let normalised = normalise_strategy(s);
@@ -498,7 +600,9 @@ mod tests {
             }
         }
         let store = Store::open(&DbPath::File(path)).unwrap();
-        let stored = store.read(|db| active_strategies(db, "t")).unwrap();
+        let stored = store
+            .read(|db| active_strategies(db, &TaskKey::of("t")))
+            .unwrap();
         assert_eq!(stored.len(), TRICKY.len());
         for (c, s) in stored.iter().zip(TRICKY) {
             assert_eq!(
@@ -507,6 +611,166 @@ mod tests {
                 "{s:?}"
             );
         }
+    }
+
+    #[test]
+    fn migrations_10_and_11_key_tasks_and_merge_lessons_that_became_duplicates() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v9.db");
+        {
+            let conn = rusqlite::Connection::open(&path).unwrap();
+            for m in &crate::store::MIGRATIONS[..9] {
+                conn.execute_batch(m.sql).unwrap();
+            }
+            conn.execute_batch("PRAGMA user_version = 9").unwrap();
+            // (seq, task, strategy, active): 2 duplicates 1, 5 duplicates 4 (which is inactive).
+            let lessons = [
+                (1, "TASK-42", "use the cache", 1),
+                (2, " task-42 ", "use the cache", 1),
+                (3, "ＴＡＳＫ－４２", "pin the compiler", 1),
+                (4, "T-7", "retry", 0),
+                (5, "t-7", "retry", 1),
+                (6, "other", "use the cache", 1),
+            ];
+            for (seq, task, strategy, active) in lessons {
+                conn.execute(
+                    "INSERT INTO lessons (seq, id, task_id, strategy_description,
+                         normalised_strategy, rca_summary, failure_type, source_agent, is_active,
+                         created_us)
+                     VALUES (?1, ?2, ?3, ?4, ?4, 'why ' || ?1, 'LOGIC_ERROR', 'agent', ?5, 0)",
+                    params![
+                        seq,
+                        Uuid::from_u128(seq as u128).to_string(),
+                        task,
+                        strategy,
+                        active
+                    ],
+                )
+                .unwrap();
+                conn.execute(
+                    "INSERT INTO lessons_fts (rowid, terms) VALUES (?1, ?2)",
+                    params![seq, strategy],
+                )
+                .unwrap();
+            }
+            for (n, task) in [Some("Task-42"), None, Some("other ")]
+                .into_iter()
+                .enumerate()
+            {
+                conn.execute(
+                    "INSERT INTO directive_history (id, task_id, intervention_type, description,
+                         actor, created_us)
+                     VALUES (?1, ?2, 'FEEDBACK', 'd', 'USER', ?3)",
+                    params![Uuid::from_u128(100 + n as u128).to_string(), task, n as i64],
+                )
+                .unwrap();
+            }
+        }
+        let store = Store::open(&DbPath::File(path)).unwrap();
+        store
+            .read(|db| -> Result<(), StoreError> {
+                let rows: Vec<(i64, String, String, i64)> = db
+                    .conn
+                    .prepare("SELECT seq, task_id, task_key, is_active FROM lessons ORDER BY seq")?
+                    .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
+                    .collect::<Result<_, _>>()?;
+                let want = [
+                    (1, "TASK-42", "task-42", 1),
+                    (3, "ＴＡＳＫ－４２", "task-42", 1),
+                    // Kept inactive, merged with an active duplicate: active.
+                    (4, "T-7", "t-7", 1),
+                    (6, "other", "other", 1),
+                ];
+                let got: Vec<(i64, &str, &str, i64)> = rows
+                    .iter()
+                    .map(|(s, t, k, a)| (*s, t.as_str(), k.as_str(), *a))
+                    .collect();
+                assert_eq!(got, want);
+                let fts: Vec<i64> = db
+                    .conn
+                    .prepare("SELECT rowid FROM lessons_fts ORDER BY rowid")?
+                    .query_map([], |r| r.get(0))?
+                    .collect::<Result<_, _>>()?;
+                assert_eq!(fts, [1, 3, 4, 6], "merged lessons leave the search index");
+                // One merge note per deleted lesson, keeping what it said.
+                let notes: Vec<(Option<String>, String, String)> = db
+                    .conn
+                    .prepare(
+                        "SELECT task_id, description, actor FROM directive_history
+                         WHERE intervention_type = 'OVERRIDE' ORDER BY seq",
+                    )?
+                    .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+                    .collect::<Result<_, _>>()?;
+                assert_eq!(notes.len(), 2);
+                assert_eq!(notes[0].0.as_deref(), Some("TASK-42"));
+                assert!(
+                    notes[0].1.contains(&Uuid::from_u128(2).to_string()),
+                    "{}",
+                    notes[0].1
+                );
+                assert!(notes[0].1.contains("why 2"), "{}", notes[0].1);
+                assert!(
+                    notes[1].1.contains("strategy \"retry\", active)"),
+                    "{}",
+                    notes[1].1
+                );
+                assert_eq!(notes[0].2, "meta-utl-mcp");
+                let keys: Vec<Option<String>> = db
+                    .conn
+                    .prepare("SELECT task_key FROM directive_history ORDER BY seq")?
+                    .query_map([], |r| r.get(0))?
+                    .collect::<Result<_, _>>()?;
+                let keys: Vec<Option<&str>> = keys.iter().map(Option::as_deref).collect();
+                assert_eq!(
+                    keys,
+                    [
+                        Some("task-42"),
+                        None,
+                        Some("other"),
+                        Some("task-42"),
+                        Some("t-7")
+                    ]
+                );
+                let indexes: Vec<String> = db
+                    .conn
+                    .prepare(
+                        "SELECT name FROM sqlite_schema WHERE type = 'index'
+                         AND tbl_name IN ('lessons', 'directive_history') AND sql IS NOT NULL
+                         ORDER BY name",
+                    )?
+                    .query_map([], |r| r.get(0))?
+                    .collect::<Result<_, _>>()?;
+                assert_eq!(
+                    indexes,
+                    [
+                        "directive_history_created",
+                        "directive_history_task_key",
+                        "lessons_active_by_key",
+                        "lessons_task_key_strategy"
+                    ]
+                );
+                Ok(())
+            })
+            .unwrap();
+        // New rows are keyed, and the unique index refuses a duplicate under another spelling
+        // even without the check that comes first in `insert`.
+        store
+            .write(|db| -> Result<(), StoreError> {
+                assert!(matches!(
+                    add(db, "Ｔ-7", "Retry!", "x", 7),
+                    Inserted::Exists(l) if l.id == Uuid::from_u128(4)
+                ));
+                let dup = db.conn.execute(
+                    "INSERT INTO lessons (id, task_id, strategy_description, normalised_strategy,
+                         rca_summary, failure_type, source_agent, created_us, task_key)
+                     VALUES ('x', 'TASK-42!', 's', 'use the cache', 'r', 'UNKNOWN', 'a', 0,
+                             'task-42')",
+                    [],
+                );
+                assert!(dup.is_err());
+                Ok(())
+            })
+            .unwrap();
     }
 
     #[test]
@@ -528,7 +792,7 @@ mod tests {
                     add(db, "u", "use the cache", "x", 3),
                     Inserted::New(_)
                 ));
-                let strategies = active_strategies(db, "t")?;
+                let strategies = active_strategies(db, &TaskKey::of("t"))?;
                 assert_eq!(strategies.len(), 1);
                 assert_eq!(
                     strategies[0].normalised,
@@ -537,7 +801,7 @@ mod tests {
                 // Deactivated lessons are not candidates; set_active reports the old state.
                 let before = set_active(db, first.id, false)?.expect("exists");
                 assert!(before.is_active);
-                assert!(active_strategies(db, "t")?.is_empty());
+                assert!(active_strategies(db, &TaskKey::of("t"))?.is_empty());
                 assert_eq!(set_active(db, Uuid::from_u128(99), true)?, None);
                 Ok(())
             })
@@ -567,7 +831,7 @@ mod tests {
                 };
                 set_active(db, off.id, false)?;
                 let terms: Vec<String> = ["the", "cache", "zookeeper"].map(String::from).into();
-                let got = related(db, "mine", &terms, 5)?;
+                let got = related(db, &TaskKey::of("mine"), &terms, 5)?;
                 let tasks: Vec<&str> = got.iter().map(|(l, _)| l.task_id.as_str()).collect();
                 // Only "zookeeper" is ranked (the others are stop words here); the caller's
                 // own task and inactive lessons are excluded.
@@ -576,11 +840,11 @@ mod tests {
                 assert!(got[0].1 <= got[1].1, "bm25 ascending");
                 // All terms common: the two rarest are kept, so something is still found.
                 let common: Vec<String> = ["the", "cache"].map(String::from).into();
-                assert_eq!(related(db, "mine", &common, 5)?.len(), 5);
-                assert!(related(db, "mine", &[], 5)?.is_empty());
+                assert_eq!(related(db, &TaskKey::of("mine"), &common, 5)?.len(), 5);
+                assert!(related(db, &TaskKey::of("mine"), &[], 5)?.is_empty());
                 // Quotes cannot break the query syntax.
                 let odd: Vec<String> = vec!["\"zookeeper\" OR".into()];
-                related(db, "mine", &odd, 5)?;
+                related(db, &TaskKey::of("mine"), &odd, 5)?;
                 Ok(())
             })
             .unwrap();
@@ -596,12 +860,15 @@ mod tests {
                     Err(StoreError::Corrupt("boom".into()))
                 });
                 assert!(r.is_err());
-                assert!(active_strategies(db, "t")?.is_empty(), "rolled back");
+                assert!(
+                    active_strategies(db, &TaskKey::of("t"))?.is_empty(),
+                    "rolled back"
+                );
                 atomically(db, || -> Result<(), StoreError> {
                     add(db, "t", "kept in", "x", 2);
                     Ok(())
                 })?;
-                assert_eq!(active_strategies(db, "t")?.len(), 1);
+                assert_eq!(active_strategies(db, &TaskKey::of("t"))?.len(), 1);
                 Ok(())
             })
             .unwrap();

@@ -52,6 +52,14 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         sql: lessons::MIGRATION_SPANS,
         data: Some(lessons::fill_strategy_spans),
     },
+    Migration {
+        sql: lessons::MIGRATION_TASK_KEY,
+        data: Some(lessons::fill_task_keys),
+    },
+    Migration {
+        sql: directives::MIGRATION_TASK_KEY,
+        data: Some(directives::fill_task_keys),
+    },
 ];
 
 /// One schema step: SQL, then optionally a data step in Rust (for conversions SQL cannot

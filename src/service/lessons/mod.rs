@@ -3,8 +3,9 @@
 //!
 //! A *lesson* records that a strategy failed on a task, with its root-cause analysis. Before an
 //! agent starts a strategy it asks whether a lesson of the same task blacklists it; the match is
-//! done here ([`matching`]) on normalised text ([`text`]). The store keeps lessons unique per
-//! (task id, normalised strategy). The directive history (human interventions) is owned by
+//! done here ([`matching`]) on normalised text ([`text`]). Task ids are compared by their
+//! [`TaskKey`] (case, width and surrounding spaces folded). The store keeps lessons unique per
+//! (task key, normalised strategy). The directive history (human interventions) is owned by
 //! `store::directives`; only its text limits live here.
 
 pub mod matching;
@@ -63,7 +64,8 @@ impl FailureType {
         "LOGIC_ERROR",
         "UNKNOWN",
     ];
-    const ALL: [FailureType; 5] = [
+    /// Every value, in schema order.
+    pub const ALL: [FailureType; 5] = [
         FailureType::ArchitecturalMisunderstanding,
         FailureType::ToolMisuse,
         FailureType::DependencyConflict,
@@ -89,6 +91,27 @@ impl FailureType {
                 value: s.to_owned(),
                 allowed: Self::NAMES,
             })
+    }
+}
+
+/// A task id as the lesson and directive tools compare it: [`fold_text`] of the id as given
+/// (Unicode case folding, compatibility normalisation — so full-width `ＴＡＳＫ－４２` is
+/// `task-42` — and whitespace trimmed, inner runs collapsed to one space). `"TASK-42"`,
+/// `" task-42 "` and `"ＴＡＳＫ－４２"` have one key. Ids are stored and shown as given; only
+/// comparisons (duplicates, the blacklist, filters) use the key, which the store keeps beside
+/// each id.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct TaskKey(String);
+
+impl TaskKey {
+    /// The key of a task id.
+    pub fn of(task_id: &str) -> Self {
+        TaskKey(fold_text(task_id))
+    }
+
+    /// The key as stored.
+    pub fn as_str(&self) -> &str {
+        &self.0
     }
 }
 
@@ -118,8 +141,10 @@ pub struct Lesson {
 /// A validated `log_lesson_learned` request, ready to store.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewLesson {
-    /// Task id.
+    /// Task id, as given.
     pub task_id: String,
+    /// Its [`TaskKey`]: a task has one lesson per (key, normalised strategy).
+    pub task_key: TaskKey,
     /// Strategy as given.
     pub strategy_description: String,
     /// Its normalised form (never empty).
@@ -133,13 +158,8 @@ pub struct NewLesson {
 }
 
 impl NewLesson {
-    /// Validates the raw fields of `log_lesson_learned` and normalises the strategy.
-    ///
-    /// Limits (characters): `task_id` and `source_agent` 1..=256, `strategy_description`
-    /// 1..=4096, `rca_summary` 1..=16384; none may be whitespace-only; the strategy must keep
-    /// something after normalisation (punctuation-only is empty); `failure_type` must be one of
-    /// [`FailureType::NAMES`]. Fields are checked in the seed's `required` order and the first
-    /// failure is reported.
+    /// Validates the raw fields of a lesson: [`FailureType::parse`] of `failure_type` first,
+    /// then [`NewLesson::new`] for the rest.
     ///
     /// # Errors
     /// The first [`FieldError`], naming its field.
@@ -150,6 +170,32 @@ impl NewLesson {
         failure_type: &str,
         source_agent: &str,
     ) -> Result<Self, FieldError> {
+        let failure_type = FailureType::parse(failure_type)?;
+        Self::new(
+            task_id,
+            strategy_description,
+            rca_summary,
+            failure_type,
+            source_agent,
+        )
+    }
+
+    /// Checks the fields of a lesson, normalises its strategy and keys its task.
+    ///
+    /// Limits (characters): `task_id` and `source_agent` 1..=256, `strategy_description`
+    /// 1..=4096, `rca_summary` 1..=16384; none may be whitespace-only; the strategy must keep
+    /// something after normalisation (punctuation-only is empty). Fields are checked in the
+    /// order of the arguments and the first failure is reported.
+    ///
+    /// # Errors
+    /// The first [`FieldError`], naming its field.
+    pub fn new(
+        task_id: &str,
+        strategy_description: &str,
+        rca_summary: &str,
+        failure_type: FailureType,
+        source_agent: &str,
+    ) -> Result<Self, FieldError> {
         check_text("task_id", task_id, MAX_ID_CHARS)?;
         check_text(
             "strategy_description",
@@ -157,7 +203,6 @@ impl NewLesson {
             MAX_STRATEGY_CHARS,
         )?;
         check_text("rca_summary", rca_summary, MAX_RCA_CHARS)?;
-        let failure_type = FailureType::parse(failure_type)?;
         check_text("source_agent", source_agent, MAX_ID_CHARS)?;
         let normalised_strategy = normalise_strategy(strategy_description);
         if normalised_strategy.is_empty() {
@@ -167,6 +212,7 @@ impl NewLesson {
         }
         Ok(NewLesson {
             task_id: task_id.to_owned(),
+            task_key: TaskKey::of(task_id),
             strategy_description: strategy_description.to_owned(),
             normalised_strategy,
             rca_summary: rca_summary.to_owned(),
@@ -176,32 +222,64 @@ impl NewLesson {
     }
 }
 
-/// Why a lesson operation could not be done (mapped to the structured `{success: false, error}`
-/// results of the lesson tools).
+/// A lesson operation that the stored lessons refuse (the arguments were valid). The lesson
+/// tools answer these as structured failures.
 #[derive(Debug, Clone, PartialEq, Error)]
 pub enum LessonError {
-    /// `VALIDATION_ERROR`: a field failed its check.
-    #[error("{0}")]
-    Validation(#[from] FieldError),
-    /// `LESSON_ALREADY_EXISTS`: the task already has a lesson with this normalised strategy.
+    /// The task already has a lesson with this normalised strategy (active or not).
     #[error("task already has a lesson for this strategy (lesson {existing})")]
     AlreadyExists {
         /// Id of the lesson that already exists.
         existing: Uuid,
     },
-    /// `LESSON_NOT_FOUND`: no lesson with this id.
+    /// No lesson with this id.
     #[error("no lesson with id {0}")]
     NotFound(Uuid),
+    /// The task has no lesson with this normalised strategy.
+    #[error("task {task_id:?} has no lesson for strategy {strategy:?}")]
+    NoLessonFor {
+        /// The task id as given.
+        task_id: String,
+        /// The strategy as given.
+        strategy: String,
+    },
 }
 
-impl LessonError {
-    /// The wire error code: `VALIDATION_ERROR`, `LESSON_ALREADY_EXISTS` or `LESSON_NOT_FOUND`.
-    pub fn code(&self) -> &'static str {
-        match self {
-            LessonError::Validation(_) => "VALIDATION_ERROR",
-            LessonError::AlreadyExists { .. } => "LESSON_ALREADY_EXISTS",
-            LessonError::NotFound(_) => "LESSON_NOT_FOUND",
-        }
+/// The normalised form of a proposal to check against the blacklist, or `None` when there is
+/// nothing to match: empty, whitespace-only or punctuation-only text is never blacklisted.
+pub fn proposal(strategy: &str) -> Option<String> {
+    Some(normalise_strategy(strategy)).filter(|p| !p.is_empty())
+}
+
+/// What `set_lesson_active` does to a lesson: the lesson after the change, whether anything
+/// changed, and the note recorded in the directive history.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Activation {
+    /// The lesson with its new `is_active`.
+    pub after: Lesson,
+    /// Whether `is_active` changed (setting the current value again is allowed and recorded).
+    pub changed: bool,
+    /// The directive-history description: which lesson, what happened, and why.
+    pub note: String,
+}
+
+/// Plans setting `before.is_active` to `active`, for the reason `rationale`.
+pub fn activation(before: &Lesson, active: bool, rationale: &str) -> Activation {
+    let verb = if active {
+        "re-activated"
+    } else {
+        "deactivated"
+    };
+    Activation {
+        after: Lesson {
+            is_active: active,
+            ..before.clone()
+        },
+        changed: before.is_active != active,
+        note: format!(
+            "lesson {} {verb} (strategy: {:?}): {rationale}",
+            before.id, before.strategy_description
+        ),
     }
 }
 
@@ -236,40 +314,6 @@ pub fn query_terms(proposal: &str, max: usize) -> Vec<String> {
         }
     }
     out
-}
-
-/// The outcome of [`check_blacklist`].
-#[derive(Debug, Clone, PartialEq)]
-pub struct BlacklistHit<'a> {
-    /// The lesson that blacklists the proposal.
-    pub lesson: &'a Lesson,
-    /// How it matched.
-    pub matched: StrategyMatch,
-}
-
-/// Checks a proposal against a task's lessons: the best match among the **active** ones
-/// (see [`best_match`] for the ranking; ties go to the earlier lesson in `lessons`).
-///
-/// `proposal` is the raw strategy; it is normalised here. Returns `None` for an empty
-/// (after normalisation) proposal or when nothing matches. Inactive lessons are skipped.
-///
-/// This is the in-memory form of the decision. `check_strategy_blacklist` makes the same one
-/// in two steps (the task's active normalised strategies from the store, [`best_match`], then
-/// the one matched row) so that it never loads the other lessons' summaries.
-pub fn check_blacklist<'a>(proposal: &str, lessons: &'a [Lesson]) -> Option<BlacklistHit<'a>> {
-    let proposal = normalise_strategy(proposal);
-    if proposal.is_empty() {
-        return None;
-    }
-    let active: Vec<&Lesson> = lessons.iter().filter(|l| l.is_active).collect();
-    let (i, matched) = best_match(
-        &proposal,
-        active.iter().map(|l| l.normalised_strategy.as_str()),
-    )?;
-    Some(BlacklistHit {
-        lesson: active[i],
-        matched,
-    })
 }
 
 #[cfg(test)]
@@ -368,20 +412,6 @@ mod tests {
     }
 
     #[test]
-    fn check_blacklist_skips_inactive_and_empty() {
-        let lessons = vec![
-            lesson("Use the global cache", false),
-            lesson("rewrite the parser", true),
-        ];
-        assert_eq!(check_blacklist("use the global cache", &lessons), None);
-        let hit = check_blacklist("REWRITE the parser!", &lessons).expect("hit");
-        assert_eq!(hit.lesson.strategy_description, "rewrite the parser");
-        assert_eq!(hit.matched.match_type, MatchType::Exact);
-        assert_eq!(check_blacklist("   ", &lessons), None);
-        assert_eq!(check_blacklist("", &[]), None);
-    }
-
-    #[test]
     fn search_and_query_terms() {
         assert_eq!(
             search_terms("Rewrite the PARSER!", "Parser 重写 failed"),
@@ -396,14 +426,41 @@ mod tests {
     }
 
     #[test]
-    fn error_codes() {
-        let v = LessonError::from(FieldError::Empty { field: "task_id" });
-        assert_eq!(v.code(), "VALIDATION_ERROR");
-        let existing = Uuid::from_u128(7);
+    fn task_keys_fold_case_width_and_surrounding_spaces() {
+        let key = TaskKey::of("TASK-42");
+        for same in [
+            "task-42",
+            " task-42 ",
+            "ＴＡＳＫ－４２",
+            "\u{3000}Task-42\t",
+        ] {
+            assert_eq!(TaskKey::of(same), key, "{same:?}");
+        }
+        assert_eq!(key.as_str(), "task-42");
+        assert_ne!(TaskKey::of("TASK-421"), key);
+        assert_ne!(TaskKey::of("TASK 42"), key);
+        let l = NewLesson::validate(" ＴＡＳＫ－４２", "s", "r", "UNKNOWN", "a").unwrap();
+        assert_eq!((l.task_id.as_str(), l.task_key), (" ＴＡＳＫ－４２", key));
+    }
+
+    #[test]
+    fn proposals_and_activations() {
+        assert_eq!(proposal("  Use the CACHE! "), Some("use the cache".into()));
+        for nothing in ["", "   ", "?!…", "( — )"] {
+            assert_eq!(proposal(nothing), None, "{nothing:?}");
+        }
+        let before = lesson("Use the cache", true);
+        let off = activation(&before, false, "obsolete");
+        assert!(off.changed && !off.after.is_active);
         assert_eq!(
-            LessonError::AlreadyExists { existing }.code(),
-            "LESSON_ALREADY_EXISTS"
+            off.note,
+            format!(
+                "lesson {} deactivated (strategy: \"Use the cache\"): obsolete",
+                before.id
+            )
         );
-        assert_eq!(LessonError::NotFound(existing).code(), "LESSON_NOT_FOUND");
+        let again = activation(&before, true, "still true");
+        assert!(!again.changed && again.after.is_active);
+        assert!(again.note.contains("re-activated"), "{}", again.note);
     }
 }

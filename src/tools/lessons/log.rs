@@ -1,0 +1,164 @@
+//! `log_lesson_learned`: record that a strategy failed on a task, after its root-cause analysis,
+//! so that the blacklist check refuses it from then on.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+use super::{Code, Failure, Flag, Reply, StrategyText};
+use crate::service::Family;
+use crate::service::lessons::{
+    FailureType, LessonError, MAX_ID_CHARS, MAX_RCA_CHARS, NewLesson, search_terms,
+};
+use crate::store::lessons::{self as lesson_store, Inserted};
+use crate::tools::wire::{NonBlank, OneOf, Validate, WireUuid};
+use crate::tools::{Annotations, Answer, ToolDef, ToolError, WriteCtx, WriteTool};
+
+/// `log_lesson_learned`.
+pub struct LogLessonLearned;
+
+/// Arguments of `log_lesson_learned`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LogInput {
+    /// The task the strategy failed on, as your project names it (a ticket or task id).
+    /// Matching ignores case, width and surrounding spaces (`TASK-42`, ` task-42 ` and
+    /// `ＴＡＳＫ－４２` are one task); the id is stored as given.
+    pub task_id: NonBlank<MAX_ID_CHARS>,
+    /// The strategy that failed, in one sentence, as an agent would propose it (for example
+    /// "Mock the database layer in the integration tests"). It must contain words, not only
+    /// punctuation.
+    pub strategy_description: StrategyText,
+    /// What the root-cause analysis found: why this strategy cannot work here.
+    pub rca_summary: NonBlank<MAX_RCA_CHARS>,
+    /// The kind of cause: `ARCHITECTURAL_MISUNDERSTANDING` (the approach misread how the system
+    /// is built), `TOOL_MISUSE` (a tool or API was used wrongly), `DEPENDENCY_CONFLICT`
+    /// (incompatible packages or versions), `LOGIC_ERROR` (the approach itself is wrong), or
+    /// `UNKNOWN`.
+    pub failure_type: OneOf<FailureType>,
+    /// Who logs the lesson, for example your agent's name.
+    pub source_agent: NonBlank<MAX_ID_CHARS>,
+}
+
+impl Validate for LogInput {}
+
+/// A lesson was logged.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Logged {
+    /// Always true.
+    pub success: Flag<true>,
+    /// The new lesson.
+    pub lesson_id: WireUuid,
+}
+
+/// Why a lesson was not logged.
+#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
+pub enum LogCode {
+    /// The arguments are invalid; the detail names the field and what is allowed.
+    #[serde(rename = "VALIDATION_ERROR")]
+    Validation,
+    /// The task already has a lesson for this strategy (active or not): `lesson_id` names it.
+    #[serde(rename = "LESSON_ALREADY_EXISTS")]
+    AlreadyExists,
+    /// The store failed; nothing was logged.
+    #[serde(rename = "INTERNAL_ERROR")]
+    Internal,
+}
+
+impl Code for LogCode {
+    const VALIDATION: Self = LogCode::Validation;
+    const INTERNAL: Self = LogCode::Internal;
+}
+
+/// The lesson a `LESSON_ALREADY_EXISTS` failure names.
+#[derive(Debug, Default, Serialize, JsonSchema)]
+pub struct ExistingLesson {
+    /// With `LESSON_ALREADY_EXISTS`: the lesson the task already has.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "WireUuid")]
+    pub lesson_id: Option<WireUuid>,
+    /// With `LESSON_ALREADY_EXISTS`: whether that lesson is active (re-activate it with
+    /// `set_lesson_active` if not).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "bool")]
+    pub is_active: Option<bool>,
+}
+
+/// The answer of `log_lesson_learned`.
+pub type LogAnswer = Reply<Logged, Failure<LogCode, ExistingLesson>>;
+
+impl ToolDef for LogLessonLearned {
+    const NAME: &'static str = "log_lesson_learned";
+    const TITLE: &'static str = "Log a lesson learned";
+    fn description() -> String {
+        String::from(
+            "Record that a strategy failed on a task, once you have found the root cause, so that \
+             no agent tries it on that task again: from then on check_strategy_blacklist answers \
+             blacklisted: true for it and for close rewordings of it. Pass the task id, the \
+             strategy in one sentence, the root-cause summary, the kind of failure and your \
+             agent name. A task keeps one lesson per strategy: logging the same strategy again \
+             (ignoring case, spacing and surrounding punctuation) fails with \
+             LESSON_ALREADY_EXISTS and the existing lesson_id. Failures are answered as \
+             {success: false, error, detail}.",
+        )
+    }
+    const ANNOTATIONS: Annotations = Annotations {
+        read_only: false,
+        destructive: false,
+        idempotent: false,
+    };
+    type Input = LogInput;
+    type Output = LogAnswer;
+
+    fn example() -> Value {
+        json!({
+            "task_id": "TASK-42",
+            "strategy_description": "Mock the database layer in integration tests",
+            "rca_summary": "Mocks hid a migration bug that only the real SQLite schema exposed.",
+            "failure_type": "ARCHITECTURAL_MISUNDERSTANDING",
+            "source_agent": "claude-code"
+        })
+    }
+}
+
+impl WriteTool for LogLessonLearned {
+    const FAMILIES: &'static [Family] = &[];
+
+    fn run(ctx: &mut WriteCtx<'_>, input: LogInput) -> Result<Answer<LogAnswer>, ToolError> {
+        let lesson = NewLesson::new(
+            input.task_id.as_str(),
+            &input.strategy_description.0,
+            input.rca_summary.as_str(),
+            input.failure_type.get(),
+            input.source_agent.as_str(),
+        )
+        .map_err(|e| ToolError::invalid(e.to_string()))?;
+        let terms = search_terms(&lesson.strategy_description, &lesson.rca_summary);
+        match lesson_store::insert(ctx.db, &lesson, Uuid::new_v4(), &terms, ctx.now)? {
+            Inserted::New(l) => Ok(Reply::done(Logged {
+                success: Flag,
+                lesson_id: WireUuid(l.id),
+            })),
+            Inserted::Exists(existing) => {
+                let e = LessonError::AlreadyExists {
+                    existing: existing.id,
+                };
+                let hint = if existing.is_active {
+                    ""
+                } else {
+                    " (inactive; re-activate it with set_lesson_active)"
+                };
+                Ok(Reply::failed(Failure {
+                    success: Flag,
+                    error: LogCode::AlreadyExists,
+                    detail: format!("{e}{hint}"),
+                    more: ExistingLesson {
+                        lesson_id: Some(WireUuid(existing.id)),
+                        is_active: Some(existing.is_active),
+                    },
+                }))
+            }
+        }
+    }
+}
