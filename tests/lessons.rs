@@ -13,6 +13,8 @@ const TOL: f64 = 1e-12;
 
 /// A tools/call that must answer a structured failure: a `result` (never a JSON-RPC error)
 /// with `isError: true` and `{success: false, error, detail}`. Returns `structuredContent`.
+/// The text block holds the same JSON, except for invalid arguments (SEP-1303), whose text is
+/// the message itself (`detail`), which is what a client shows the model.
 fn failed(s: &mut Server, name: &str, args: Value) -> Value {
     let r = s.call(name, args.clone());
     let result = r
@@ -20,9 +22,13 @@ fn failed(s: &mut Server, name: &str, args: Value) -> Value {
         .unwrap_or_else(|| panic!("{name} {args}: expected a result, got {r}"));
     assert_eq!(result["isError"], json!(true), "{name} {args}: {r}");
     let sc = result["structuredContent"].clone();
-    let text: Value =
-        serde_json::from_str(result["content"][0]["text"].as_str().expect("text")).expect("json");
-    assert_eq!(text, sc, "text and structuredContent differ");
+    let text = result["content"][0]["text"].as_str().expect("text");
+    if sc["error"] == "VALIDATION_ERROR" {
+        assert_eq!(text, sc["detail"], "the text is the message");
+    } else {
+        let text: Value = serde_json::from_str(text).expect("json");
+        assert_eq!(text, sc, "text and structuredContent differ");
+    }
     assert_eq!(sc["success"], false, "{sc}");
     assert!(sc["error"].is_string() && sc["detail"].is_string(), "{sc}");
     sc

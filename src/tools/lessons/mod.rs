@@ -1,15 +1,16 @@
 //! The lessons tools: `log_lesson_learned`, `check_strategy_blacklist`, `list_directive_history`,
 //! `record_directive` and `set_lesson_active`, one file each, with what they share here.
 //!
-//! Unlike the other families, every failure of these tools is a structured result
-//! `{success: false, error: CODE, detail}` with `isError: true`, never a JSON-RPC error (their
-//! contract requires it): invalid arguments become `VALIDATION_ERROR` (with the message
-//! [`wire::parse`] gives), a failure of the store `INTERNAL_ERROR`, and refusals that depend on
-//! the stored lessons their own codes (`LESSON_ALREADY_EXISTS`, `LESSON_NOT_FOUND`). So each
-//! tool's output is a [`Reply`]: what it did, or a [`Failure`]; and the tools are registered by
-//! [`read()`] / [`write()`] here instead of [`Tool::read`] / [`Tool::write`], whose handlers turn
-//! argument errors into `-32602`. A write tool runs inside a savepoint, so an internal failure
-//! undoes its own writes before it is answered (and the surrounding transaction commits).
+//! Unlike the other families, the failures of these tools are structured results
+//! `{success: false, error: CODE, detail}` with `isError: true` (their contract requires it): a
+//! failure of the store is `INTERNAL_ERROR`, and refusals that depend on the stored lessons have
+//! their own codes (`LESSON_ALREADY_EXISTS`, `LESSON_NOT_FOUND`). So each tool's output is a
+//! [`Reply`]: what it did, or a [`Failure`]; and the tools are registered by [`read()`] /
+//! [`write()`] here. Invalid arguments take the path of every family (the server answers them by
+//! the session's protocol revision, SEP-1303), with this family's `VALIDATION_ERROR` object as
+//! `structuredContent` where the revision has one (`ToolFamily::argument_error`). A write tool
+//! runs inside a savepoint, so an internal failure undoes its own writes before it is answered
+//! (and the surrounding transaction commits).
 
 pub mod check;
 pub mod history;
@@ -171,12 +172,16 @@ fn encode<O: Serialize + Structured>(
     tool: &str,
     answer: Result<Answer<O>, ToolError>,
 ) -> ToolResult {
-    let answer = answer.unwrap_or_else(|e| {
-        if let ToolError::Internal(m) = &e {
-            tracing::error!(tool, error = %m, "lesson tool failed");
+    let answer = match answer {
+        Ok(a) => a,
+        Err(e @ ToolError::InvalidParams(_)) => return Err(e),
+        Err(e @ ToolError::Internal(_)) => {
+            if let ToolError::Internal(m) = &e {
+                tracing::error!(tool, error = %m, "lesson tool failed");
+            }
+            Answer::failed(O::failure(&e))
         }
-        Answer::failed(O::failure(&e))
-    });
+    };
     let v = serde_json::to_value(&answer.output)
         .map_err(|e| ToolError::Internal(format!("the answer could not be encoded: {e}")))?;
     Ok(if answer.is_error {
