@@ -12,8 +12,11 @@
 //!
 //! Schema truth, the contract this module keeps: every call the published `inputSchema` accepts
 //! is accepted by the server, and every call the server rejects for its arguments is invalid
-//! under the schema (tested in `tests/schema_truth.rs`). The one rule JSON Schema cannot state is
-//! the calendar: `2023-02-30T00:00:00Z` matches the timestamp pattern and is refused.
+//! under the schema (tested in `tests/schema_truth.rs`). Two known gaps, both documented where
+//! they arise: JSON Schema cannot state the calendar (`2023-02-30T00:00:00Z` matches the
+//! timestamp pattern and is refused), and a text made only of U+0085 NEXT LINE passes the `\S`
+//! pattern and is refused as blank ([`is_blank_char`]). Patterns are ECMAScript regular
+//! expressions, as JSON Schema defines them.
 //!
 //! Portability (MCP clients differ): no `type` arrays (a nullable value is `anyOf` with
 //! `{"type": "null"}`), subschemas inlined (no `$ref`), no `$schema`, and only the standard
