@@ -204,12 +204,11 @@ impl NewLesson {
         )?;
         check_text("rca_summary", rca_summary, MAX_RCA_CHARS)?;
         check_text("source_agent", source_agent, MAX_ID_CHARS)?;
-        let normalised_strategy = normalise_strategy(strategy_description);
-        if normalised_strategy.is_empty() {
-            return Err(FieldError::Empty {
-                field: "strategy_description",
-            });
-        }
+        // A strategy of only punctuation (`"???"`) normalises to nothing; it is keyed by its
+        // folded text instead, so every non-blank strategy can be logged.
+        let normalised_strategy = Some(normalise_strategy(strategy_description))
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| fold_text(strategy_description));
         Ok(NewLesson {
             task_id: task_id.to_owned(),
             task_key: TaskKey::of(task_id),
@@ -372,14 +371,9 @@ mod tests {
                 "a",
                 Some("strategy_description"),
             ),
-            (
-                "t",
-                "?!…",
-                "rca",
-                "LOGIC_ERROR",
-                "a",
-                Some("strategy_description"),
-            ),
+            // Only punctuation: keyed by its folded text (issue 13's schema-truth fix; a
+            // pattern saying "not only punctuation" cost 1.8 KB in every tools/list).
+            ("t", "?!…", "rca", "LOGIC_ERROR", "a", None),
             (
                 "t",
                 &long_strategy,

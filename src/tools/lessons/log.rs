@@ -6,10 +6,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use super::{Code, Failure, Flag, Reply, StrategyText};
+use super::{Code, Failure, Flag, Reply};
 use crate::service::Family;
 use crate::service::lessons::{
-    FailureType, LessonError, MAX_ID_CHARS, MAX_RCA_CHARS, NewLesson, search_terms,
+    FailureType, LessonError, MAX_ID_CHARS, MAX_RCA_CHARS, MAX_STRATEGY_CHARS, NewLesson,
+    search_terms,
 };
 use crate::store::lessons::{self as lesson_store, Inserted};
 use crate::tools::wire::{NonBlank, OneOf, Validate, WireUuid};
@@ -29,7 +30,7 @@ pub struct LogInput {
     /// The strategy that failed, in one sentence, as an agent would propose it (for example
     /// "Mock the database layer in the integration tests"). It must contain words, not only
     /// punctuation.
-    pub strategy_description: StrategyText,
+    pub strategy_description: NonBlank<MAX_STRATEGY_CHARS>,
     /// What the root-cause analysis found: why this strategy cannot work here.
     pub rca_summary: NonBlank<MAX_RCA_CHARS>,
     /// The kind of cause: `ARCHITECTURAL_MISUNDERSTANDING` (the approach misread how the system
