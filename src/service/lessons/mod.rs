@@ -7,6 +7,7 @@
 //! (task id, normalised strategy). The directive history (human interventions) is owned by
 //! `store::directives`; only its text limits live here.
 
+pub mod guard;
 pub mod lexical;
 pub mod matching;
 pub mod text;
