@@ -533,7 +533,7 @@ fn names_target(run: &[Unit<'_>], opening: bool) -> bool {
         u.canon.chars().any(char::is_alphanumeric)
             && !is_number(u.canon)
             && !LISTS.modifiers.contains(u.canon)
-            && !(opening && LISTS.verbs.contains(u.canon))
+            && (!opening || !LISTS.verbs.contains(u.canon))
     })
 }
 

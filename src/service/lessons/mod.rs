@@ -7,6 +7,8 @@
 //! (task id, normalised strategy). The directive history (human interventions) is owned by
 //! `store::directives`; only its text limits live here.
 
+#[cfg(test)]
+mod eval;
 pub mod guard;
 pub mod lexical;
 pub mod matching;
