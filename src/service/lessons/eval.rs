@@ -483,13 +483,15 @@ mod tests {
     /// Positives that the score alone blocks but the guard stops, at most.
     const GUARD_FALSE_STOPS_MAX: usize = 3;
 
-    // Floors on the fresh set (threshold from the development set, nothing chosen on it): what
-    // it measured the first time, rounded down. A regression guard, not a goal.
+    // Floors on the fresh set (threshold from the development set, nothing chosen on it), set
+    // under what it measures now. A regression guard, not a goal.
 
-    /// Lexical with the guard, F1 on the fresh set.
-    const FRESH_F1_FLOOR: f64 = 0.0;
-    /// Lexical with the guard, hard negatives let through on the fresh set.
-    const FRESH_HARD_LET_THROUGH_FLOOR: f64 = 0.0;
+    /// Lexical with the guard, F1 on the fresh set (first run 0.85; 0.91 after the bug fixes
+    /// that run showed).
+    const FRESH_F1_FLOOR: f64 = 0.88;
+    /// Lexical with the guard, hard negatives let through on the fresh set (first run 0.84;
+    /// 0.91 after the fixes).
+    const FRESH_HARD_LET_THROUGH_FLOOR: f64 = 0.88;
 
     fn lexical(l: &str, p: &str) -> f64 {
         lexical_similarity(&LexicalText::new(l), &LexicalText::new(p))

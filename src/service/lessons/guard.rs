@@ -31,13 +31,18 @@
 //!    moves one word between roles from firing.
 //! 3. **Substitution** ([`GuardReason::ChangedNumber`], [`GuardReason::ChangedTarget`]). Align the
 //!    content terms by their longest common subsequence. If the aligned terms cover at least half
-//!    of the longer text (the rest agrees), every gap where *both* texts have words (at most three
-//!    each) is a substitution. Numbers on both sides (`2Gi` vs `4Gi`, `3` vs `10` retries, `v18` vs
-//!    `v20`), or a number against a quantifier (`all users` vs `5% of users`), is a changed
-//!    number; words on both sides that are target-like is a changed target. Target-like: not a stop
-//!    word, not a verb of the action list, not an adjective or adverb of manner — that is, an
-//!    identifier, a file name, or a noun naming a component (`database` vs `network` layer,
-//!    `values-prod.yaml` vs `values-staging.yaml`, `payment gateway` vs `shipping rates` client).
+//!    of the longer text (the rest agrees), every gap where *both* texts have words is a
+//!    candidate. A gap that starts or ends with a number on both sides (`2Gi` vs `4Gi`, `3` vs
+//!    `10` retries, `v18` vs `v20`, `port 0 and read it` vs `port 8081`), or with a number against
+//!    a quantifier (`all users` vs `5% of users`), is a changed number. A gap of at most three
+//!    words a side whose words all name a target is a changed target: content words that are not
+//!    numbers nor adjectives or adverbs of manner (`new`, `fresh`, `explicit`…) — an identifier,
+//!    a file name, a noun naming a component (`database` vs `network` layer, `values-prod.yaml` vs
+//!    `values-staging.yaml`, `payment gateway` vs `shipping rates` client). Not a substitution: a
+//!    word the other text has elsewhere (moved, not replaced); the same name spelt otherwise
+//!    (`SealedSecret` / `sealed secret`, `tsconfig` / `tsconfig.json`); in the opening gap, where
+//!    an imperative strategy has its verb, anything but an identifier (unless a text opens with a
+//!    light verb — "*use* an LRU cache" — whose object comes first).
 //!    *Rationale*: words only inserted or only deleted are added detail, which the lesson still
 //!    covers; a replaced verb or manner word is the similarity's business (a synonym the tables
 //!    missed, or an alternative); a replaced noun with everything else in place is the same action
@@ -51,7 +56,7 @@ use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::LazyLock;
 
-use super::lexical::{ANTONYMS, LexicalText, MODIFIERS, Op, Piece, Term, VERBS, canonical_word};
+use super::lexical::{ANTONYMS, LexicalText, MODIFIERS, Op, Piece, Term, canonical_word};
 
 /// Why a proposal that scores like a lesson is nevertheless a different strategy.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -141,8 +146,8 @@ pub fn check(lesson: &LexicalText, proposal: &LexicalText) -> Option<GuardReason
 
 struct Lists {
     antonyms: HashSet<(String, String)>,
-    verbs: HashSet<String>,
     modifiers: HashSet<String>,
+    light_verbs: HashSet<String>,
     quantifiers: HashSet<String>,
     markers: HashMap<String, Marker>,
 }
@@ -199,8 +204,11 @@ static LISTS: LazyLock<Lists> = LazyLock::new(|| {
     .collect();
     Lists {
         antonyms,
-        verbs: VERBS.iter().map(|w| canonical_word(w)).collect(),
         modifiers: MODIFIERS.iter().map(|w| canonical_word(w)).collect(),
+        light_verbs: ["use", "make", "turn"]
+            .iter()
+            .map(|w| canonical_word(w))
+            .collect(),
         quantifiers: [
             "all", "each", "every", "any", "some", "none", "half", "max", "min",
         ]
@@ -523,18 +531,43 @@ fn is_number(canon: &str) -> bool {
     canon.starts_with(|c: char| c.is_ascii_digit())
 }
 
-/// A run of differing words names a target: every word is a content word that is not a number,
-/// not an adjective or adverb of manner and, in the opening gap (where an imperative strategy
-/// has its verb), not a verb either. Later in the sentence a word such as `lock`, `release` or
-/// `deploy` is read as the noun it mostly is there ("a lock", "the release mode", "the deploy
-/// script").
+/// A run of differing words names a target: every word is a content word that is not a number
+/// and not an adjective or adverb of manner. In the opening gap, where an imperative strategy
+/// has its verb ("*Randomise* the test order" / "*Shuffle* the test order"), only identifiers
+/// count: a different first word is a different action or a synonym, which is the similarity's
+/// business. Later in the sentence a word such as `lock`, `release` or `deploy` is read as the
+/// noun it mostly is there ("a lock", "the release mode", "the deploy script").
 fn names_target(run: &[Unit<'_>], opening: bool) -> bool {
     run.iter().all(|u| {
         u.canon.chars().any(char::is_alphanumeric)
             && !is_number(u.canon)
             && !LISTS.modifiers.contains(u.canon)
-            && (!opening || !LISTS.verbs.contains(u.canon))
+            && (!opening || is_identifier_like(u.surface))
     })
+}
+
+/// The first content word of the text is its verb: the text does not open with a light verb
+/// whose object comes next ("*Use* an LRU cache", "*make* the index start at 1", "*turn* the
+/// cache off"). Pronouns and auxiliaries before it do not matter ("I tried mocking…").
+fn verb_first(t: &LexicalText) -> bool {
+    for p in t.pieces() {
+        if let Piece::Term(Term { canon, stop, .. }) = p {
+            if !stop {
+                return true;
+            }
+            if LISTS.light_verbs.contains(canon.as_str()) {
+                return false;
+            }
+        }
+    }
+    true
+}
+
+/// Written like an identifier: inner punctuation or digits (`values-prod.yaml`, `i64`, `s3`).
+fn is_identifier_like(surface: &str) -> bool {
+    surface
+        .chars()
+        .any(|c| c.is_ascii_digit() || matches!(c, '.' | '_' | '/' | ':'))
 }
 
 /// The letters and digits of a run's surfaces, lower-case, e.g. `sealed secret` → `sealedsecret`.
@@ -545,24 +578,22 @@ fn squashed(run: &[Unit<'_>]) -> String {
         .collect()
 }
 
-/// The stemmed alphanumeric parts of a run's surfaces: `tsconfig.json` → {tsconfig, json}.
-fn parts<'a>(run: &[Unit<'a>]) -> HashSet<String> {
-    run.iter()
-        .flat_map(|u| u.surface.split(|c: char| !c.is_alphanumeric()))
-        .filter(|p| !p.is_empty())
-        .map(canonical_word)
-        .collect()
-}
-
 /// Two runs that name the same thing spelt otherwise: one word or two (`SealedSecret` / `sealed
-/// secret`), or with and without an extension or qualifier (`tsconfig` / `tsconfig.json`,
-/// `Node` / `Node.js`).
+/// secret`), or a bare name against the same name with an extension or qualifier (`tsconfig` /
+/// `tsconfig.json`, `Node` / `Node.js`). Two qualified names are different files
+/// (`package.json` / `package-lock.json`).
 fn same_name(a: &[Unit<'_>], b: &[Unit<'_>]) -> bool {
     if squashed(a) == squashed(b) {
         return true;
     }
-    let (pa, pb) = (parts(a), parts(b));
-    pa.is_subset(&pb) || pb.is_subset(&pa)
+    let bare_of = |bare: &[Unit<'_>], qualified: &[Unit<'_>]| match (bare, qualified) {
+        ([x], [y, ..]) if !is_identifier_like(x.surface) && is_identifier_like(y.surface) => {
+            let first = y.surface.split(|c: char| !c.is_alphanumeric()).next();
+            first.is_some_and(|f| canonical_word(f) == x.canon || f == x.surface)
+        }
+        _ => false,
+    };
+    bare_of(a, b) || bare_of(b, a)
 }
 
 fn substitution(lesson: &LexicalText, proposal: &LexicalText) -> Option<GuardReason> {
@@ -616,7 +647,7 @@ fn substitution(lesson: &LexicalText, proposal: &LexicalText) -> Option<GuardRea
         if same_name(lr, pr) {
             continue;
         }
-        let opening = g == 0;
+        let opening = g == 0 && verb_first(lesson) && verb_first(proposal);
         if names_target(lr, opening) && names_target(pr, opening) {
             return Some(GuardReason::ChangedTarget {
                 lesson: show(lr),
@@ -704,7 +735,47 @@ mod tests {
                 "Set replicaCount to 3 in values-staging.yaml",
                 Some("changed_target: prod.yaml vs staging.yaml"),
             ),
+            (
+                "Replace std::sync::Mutex with tokio::sync::Mutex",
+                "Replace tokio::sync::Mutex with std::sync::Mutex",
+                Some("swapped_order: std → tokio vs tokio → std"),
+            ),
+            (
+                "Run the container as root",
+                "Run the container as a non-root user",
+                Some("reversal: root vs nonroot"),
+            ),
+            (
+                "Key the npm cache on the hash of package-lock.json",
+                "Key the npm cache on the hash of package.json",
+                Some("changed_target: package lock.json vs package.json"),
+            ),
+            (
+                "Use an LRU cache with 10000 entries",
+                "Use an LFU cache with 10000 entries",
+                Some("changed_target: lru vs lfu"),
+            ),
             // Paraphrases pass.
+            (
+                "Turn off strictNullChecks in tsconfig.json",
+                "disable strictNullChecks in the tsconfig",
+                None,
+            ),
+            (
+                "Hold the mutex guard across the await point",
+                "We held the mutex guard across the await point",
+                None,
+            ),
+            (
+                "Randomise the test order with pytest-randomly",
+                "Shuffle the test order with pytest-randomly",
+                None,
+            ),
+            (
+                "Raise the memory limit of the worker pod to 2Gi",
+                "increase the k8s worker pod memory limit to 2Gi",
+                None,
+            ),
             (
                 "Increase the test timeout",
                 "raise the timeout of the test",

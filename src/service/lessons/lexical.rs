@@ -239,6 +239,33 @@ const IRREGULAR: &[(&str, &str)] = &[
     ("thrown", "throw"),
     ("brought", "bring"),
     ("bound", "bind"),
+    ("held", "hold"),
+    ("found", "find"),
+    ("got", "get"),
+    ("gotten", "get"),
+    ("lost", "lose"),
+    ("paid", "pay"),
+    ("said", "say"),
+    ("told", "tell"),
+    ("knew", "know"),
+    ("known", "know"),
+    ("thought", "think"),
+    ("meant", "mean"),
+    ("spent", "spend"),
+    ("grew", "grow"),
+    ("grown", "grow"),
+    ("shrank", "shrink"),
+    ("shrunk", "shrink"),
+    ("understood", "understand"),
+    ("overrode", "override"),
+    ("overridden", "override"),
+    ("undid", "undo"),
+    ("undone", "undo"),
+    ("redid", "redo"),
+    ("redone", "redo"),
+    ("reran", "rerun"),
+    ("hid", "hide"),
+    ("hidden", "hide"),
     ("indices", "index"),
     ("matrices", "matrix"),
     ("children", "child"),
@@ -266,7 +293,8 @@ fn undouble(s: &str) -> &str {
 }
 
 /// `-ise`, `-ised`, `-iser(s)`, `-ises`, `-ising`, `-isation(s)` → the `-iz` spelling; `-izer(s)`
-/// and `-ization(s)` → `-iz` (a sanitiser sanitises). At least three letters must precede the
+/// and `-ization(s)` → `-iz` (a sanitiser sanitises); likewise `-yse` / `-yser` (analyse,
+/// analyser → analyz). At least three letters must precede the
 /// suffix, so `raise`, `noise` and `wise` are left alone.
 fn british_to_american(word: &str) -> String {
     const ENDINGS: &[(&str, &str)] = &[
@@ -282,6 +310,13 @@ fn british_to_american(word: &str) -> String {
         ("ised", "ized"),
         ("ises", "izes"),
         ("ise", "ize"),
+        ("ysers", "yz"),
+        ("yzers", "yz"),
+        ("yser", "yz"),
+        ("yzer", "yz"),
+        ("ysing", "yzing"),
+        ("ysed", "yzed"),
+        ("yse", "yze"),
     ];
     for (from, to) in ENDINGS {
         if let Some(rest) = word.strip_suffix(from)
@@ -674,237 +709,6 @@ pub(crate) const ANTONYMS: &[(&str, &str)] = &[
     ("push", "pull"),
 ];
 
-/// Verbs: a run of differing words that holds one of these changes the action, not the target,
-/// so the guard's changed-target rule leaves it alone (the word tables decide synonyms; an
-/// unknown verb pair is an alternative, not a target). Nouns that double as verbs (cache, lock,
-/// index, test, log, mock, queue, build, stream) are deliberately absent.
-pub(crate) const VERBS: &[&str] = &[
-    "use",
-    "set",
-    "run",
-    "make",
-    "wrap",
-    "guard",
-    "protect",
-    "build",
-    "rebuild",
-    "switch",
-    "replace",
-    "move",
-    "call",
-    "write",
-    "rewrite",
-    "read",
-    "parse",
-    "stub",
-    "fake",
-    "retry",
-    "increase",
-    "decrease",
-    "enable",
-    "disable",
-    "pin",
-    "install",
-    "split",
-    "merge",
-    "sort",
-    "update",
-    "regenerate",
-    "generate",
-    "refresh",
-    "reuse",
-    "share",
-    "clone",
-    "copy",
-    "fetch",
-    "load",
-    "reload",
-    "save",
-    "send",
-    "receive",
-    "wait",
-    "sleep",
-    "poll",
-    "check",
-    "validate",
-    "verify",
-    "escape",
-    "sanitize",
-    "encode",
-    "decode",
-    "compile",
-    "deploy",
-    "publish",
-    "subscribe",
-    "revert",
-    "reset",
-    "restart",
-    "start",
-    "stop",
-    "close",
-    "open",
-    "connect",
-    "reconnect",
-    "disconnect",
-    "reopen",
-    "bind",
-    "listen",
-    "spawn",
-    "join",
-    "kill",
-    "skip",
-    "ignore",
-    "allow",
-    "deny",
-    "throttle",
-    "flush",
-    "filter",
-    "iterate",
-    "inline",
-    "extract",
-    "refactor",
-    "rename",
-    "delay",
-    "defer",
-    "tune",
-    "configure",
-    "expose",
-    "hide",
-    "inject",
-    "pass",
-    "return",
-    "throw",
-    "catch",
-    "handle",
-    "print",
-    "measure",
-    "profile",
-    "benchmark",
-    "assert",
-    "compare",
-    "round",
-    "truncate",
-    "trim",
-    "strip",
-    "normalize",
-    "cast",
-    "serialize",
-    "deserialize",
-    "freeze",
-    "pause",
-    "resume",
-    "advance",
-    "schedule",
-    "emit",
-    "notify",
-    "apply",
-    "patch",
-    "fix",
-    "vendor",
-    "fork",
-    "unwrap",
-    "propagate",
-    "await",
-    "free",
-    "allocate",
-    "reserve",
-    "resize",
-    "evict",
-    "invalidate",
-    "expire",
-    "purge",
-    "prune",
-    "denormalize",
-    "precompute",
-    "memoize",
-    "lift",
-    "hoist",
-    "pull",
-    "push",
-    "port",
-    "seed",
-    "initialize",
-    "declare",
-    "define",
-    "annotate",
-    "hardcode",
-    "edit",
-    "modify",
-    "tweak",
-    "adjust",
-    "serve",
-    "route",
-    "redirect",
-    "forward",
-    "resolve",
-    "register",
-    "mount",
-    "attach",
-    "detach",
-    "grant",
-    "revoke",
-    "encrypt",
-    "decrypt",
-    "compress",
-    "decompress",
-    "authenticate",
-    "authorize",
-    "synchronize",
-    "replicate",
-    "scale",
-    "provision",
-    "upload",
-    "download",
-    "rebase",
-    "squash",
-    "render",
-    "rerender",
-    "paginate",
-    "compute",
-    "calculate",
-    "consume",
-    "produce",
-    "acquire",
-    "release",
-    "give",
-    "keep",
-    "reinstall",
-    "add",
-    "remove",
-    "upgrade",
-    "downgrade",
-    "raise",
-    "lower",
-    "bump",
-    "mock",
-    "lock",
-    "unlock",
-    "enforce",
-    "require",
-    "accept",
-    "reject",
-    "include",
-    "exclude",
-    "replay",
-    "reindex",
-    "sample",
-    "lint",
-    "format",
-    "bundle",
-    "minify",
-    "stream",
-    "commit",
-    "import",
-    "export",
-    "drop",
-    "delete",
-    "create",
-    "insert",
-    "put",
-    "turn",
-    "lookup",
-];
-
 /// Adjectives and adverbs of manner: a run holding one of these describes how, not what.
 pub(crate) const MODIFIERS: &[&str] = &[
     "new",
@@ -1049,16 +853,31 @@ fn segment(normalised: &str) -> Vec<Item<'_>> {
         }
     };
     let mut after_word = false;
-    for seg in normalised.split_word_bounds() {
+    // Start of the last word, while it is `non` and what follows it is glued to it.
+    let mut non_at: Option<usize> = None;
+    for (at, seg) in normalised.split_word_bound_indices() {
         if seg.chars().any(char::is_alphanumeric) {
+            // `non-root`, `non-blocking`: one word, so that it reads as the negation of `root`.
+            if let Some(start) = non_at.take()
+                && symbols == "-"
+                && matches!(items.last(), Some(Item::Word("non")))
+            {
+                symbols.clear();
+                items.pop();
+                items.push(Item::Word(&normalised[start..at + seg.len()]));
+                after_word = true;
+                continue;
+            }
             // Symbols right before a word are glued to it.
             let glued = glued_left || !symbols.is_empty();
             flush(&mut symbols, &mut items, glued);
             items.push(Item::Word(seg));
+            non_at = (seg == "non").then_some(at);
             after_word = true;
         } else if seg.chars().all(char::is_whitespace) {
             flush(&mut symbols, &mut items, glued_left);
             after_word = false;
+            non_at = None;
         } else {
             if symbols.is_empty() {
                 glued_left = after_word;
@@ -1092,6 +911,11 @@ fn parse_symbols(run: &str, items: &mut Vec<Item<'_>>, glued: bool) {
     ];
     let mut rest = run;
     while let Some(c) = rest.chars().next() {
+        // `std::sync::Mutex`: a path, not a clause boundary.
+        if let Some(r) = rest.strip_prefix("::") {
+            rest = r;
+            continue;
+        }
         if let Some(&(s, op)) = OPS.iter().find(|(s, _)| rest.starts_with(s)) {
             if !(glued && matches!(op, Op::Lt | Op::Gt)) {
                 items.push(Item::Op(op));
@@ -1144,10 +968,14 @@ fn analyse(normalised: &str) -> (Vec<String>, Vec<Piece>) {
         match item {
             Item::Word(w) => {
                 let surface = strip_possessive(w);
-                let fixed = contraction(surface);
-                let ident = fixed.is_none() && is_identifier(surface);
+                let surface = match surface.strip_prefix("non-") {
+                    Some(rest) => format!("non{rest}"),
+                    None => surface.to_owned(),
+                };
+                let fixed = contraction(&surface);
+                let ident = fixed.is_none() && is_identifier(&surface);
                 words.push(Word {
-                    surface: surface.to_owned(),
+                    surface,
                     ident,
                     fixed,
                 });
@@ -1447,6 +1275,10 @@ mod tests {
             ("status", "status"),
             ("index", "index"),
             ("indexes", "index"),
+            ("held", "hold"),
+            ("analyse", "analyz"),
+            ("analyser", "analyz"),
+            ("analyzer", "analyz"),
             ("indices", "index"),
             ("dependencies", "dependency"),
             ("parameterised", "parameteriz"),

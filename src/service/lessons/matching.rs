@@ -239,16 +239,21 @@ pub fn lexical_similarity(a: &LexicalText, b: &LexicalText) -> f64 {
     dice_coefficient(&a, &b)
 }
 
-/// Minimum [`lexical_similarity`] for a `similar` match when no embedding model is loaded (with
-/// the guard, as [`decide_lexical`] applies it).
+/// Minimum [`lexical_similarity`] for a `similar` match when no embedding model is loaded, with
+/// the guard applied as [`decide_lexical`] does.
 ///
 /// Chosen on 2026-11-22 on the development set `tests/data/blacklist_pairs.jsonl` (363 pairs, 60
-/// coding tasks) by 5-fold cross-validation over tasks: each fold's threshold maximises F1 on the
-/// other folds' tasks, decisions on the held-out tasks are pooled (`service::lessons::eval`). The
-/// threshold chosen on all pairs is 0.4808, the midpoint of the F1 plateau (6/13, 1/2]; 0.48 is
-/// on it. Held out: F1 0.96 (precision 0.96, recall 0.97), 97 % of hard negatives (reversals,
-/// changed targets and numbers) let through; today's word-Dice ≥ 0.8 reaches F1 0.44 there. On
-/// 119 fresh pairs never tuned on, see the test `blacklist_eval` for the current figures.
+/// coding tasks) by 5-fold cross-validation over tasks (`service::lessons::eval`): each fold's
+/// threshold maximises F1 on the other folds' tasks, the held-out decisions are pooled. The
+/// threshold chosen the same way on all pairs is 0.4808, the midpoint of the F1 plateau
+/// (6/13, 1/2]; 0.48 lies on it (the test checks that it decides every pair alike).
+///
+/// Held out on the development set: F1 0.96 (precision 0.96, recall 0.97), 97 % of hard
+/// negatives (reversals, changed targets, changed numbers) let through. For comparison, today's
+/// word-Dice ≥ 0.8 reaches F1 0.44 there, and the lexical score without the guard F1 0.82 (at
+/// 0.87). The word tables and guard rules were written with that set in view, so on 119 fresh
+/// pairs (`blacklist_pairs_fresh.jsonl`), at this threshold: first run F1 0.85 (P 0.86, R 0.85),
+/// 84 % of hard negatives let through; 0.91 and 91 % after fixing the bugs that run exposed.
 pub const LEXICAL_THRESHOLD: f64 = 0.48;
 
 /// One stored lesson offered to [`decide`]: its normalised strategy, the strategy's
@@ -504,6 +509,100 @@ mod tests {
 
         assert_eq!(best_match("", lessons), None);
         assert_eq!(best_match("unrelated idea", lessons), None);
+    }
+
+    fn lexical_decision(proposal: &str, lessons: &[&str]) -> Decision {
+        let lessons: Vec<String> = lessons.iter().map(|l| normalise_strategy(l)).collect();
+        decide_lexical(
+            &normalise_strategy(proposal),
+            lessons.iter().map(|l| (l.as_str(), word_tokens(l))),
+        )
+    }
+
+    #[test]
+    fn decide_blocks_structural_first_then_the_best_unguarded_score() {
+        let lessons = [
+            "Increase the timeout of the checkout test",
+            "Mock the payment client in the checkout tests",
+            "mock the payment client",
+        ];
+        // Exact beats a containment and a similar match.
+        let d = lexical_decision("Mock the payment client.", &lessons);
+        assert_eq!(
+            d.blocked.map(|(i, m)| (i, m.match_type)),
+            Some((2, MatchType::Exact))
+        );
+        // A paraphrase blocks as similar with its lexical score.
+        let d = lexical_decision("Raise the checkout test's timeout", &lessons);
+        let (i, m) = d.blocked.expect("blocked");
+        assert_eq!((i, m.match_type), (0, MatchType::Similar));
+        assert!((m.score - 1.0).abs() < TOL, "{m:?}");
+        assert!(d.near_misses.is_empty());
+        // A reversal scores as high but is a near miss, not a block.
+        let d = lexical_decision("Decrease the timeout of the checkout test", &lessons);
+        assert_eq!(d.blocked, None);
+        assert_eq!(d.best.map(|(i, _)| i), Some(0));
+        assert_eq!(d.near_misses.len(), 1);
+        assert_eq!(d.near_misses[0].index, 0);
+        assert_eq!(
+            d.near_misses[0].reason.to_string(),
+            "reversal: increase vs decrease"
+        );
+        // Nothing close: not blocked, no near miss, still a best lesson.
+        let d = lexical_decision("Rewrite the parser in Rust", &lessons);
+        assert_eq!((d.blocked, d.near_misses.len()), (None, 0));
+        assert!(d.best.is_some_and(|(_, s)| s < LEXICAL_THRESHOLD));
+        // Empty proposal, or no lessons.
+        assert_eq!(lexical_decision("", &lessons), Decision::default());
+        assert_eq!(
+            lexical_decision("mock the payment client", &[]),
+            Decision::default()
+        );
+    }
+
+    #[test]
+    fn decide_keeps_the_structural_rules_of_best_match() {
+        // On the structural rules both paths agree, whatever the scores.
+        let lessons = ["use the global cache", "global cache", "use"];
+        for proposal in [
+            "use the global cache",
+            "first use the global cache then retry",
+            "global",
+            "reuse",
+        ] {
+            let p = normalise_strategy(proposal);
+            let legacy =
+                best_match(&p, lessons).filter(|(_, m)| m.match_type != MatchType::Similar);
+            let d = decide(
+                &p,
+                lessons.iter().map(|l| Candidate {
+                    normalised: l,
+                    tokens: word_tokens(l),
+                    score: 0.0,
+                }),
+                1.0,
+            );
+            assert_eq!(d.blocked, legacy, "{proposal:?}");
+        }
+    }
+
+    #[test]
+    fn lexical_similarity_reference_values() {
+        let sim = |a: &str, b: &str| lexical_similarity(&LexicalText::new(a), &LexicalText::new(b));
+        // Same canonical terms `pars html regex`: 1.
+        assert!(
+            (sim(
+                "Parse the HTML with regular expressions",
+                "I tried parsing the HTML with regexes"
+            ) - 1.0)
+                .abs()
+                < TOL
+        );
+        // {mock, database, layer} vs {mock, network, layer}: 2·2 / 6.
+        assert!((sim("Mock the DB layer", "mock the network layer") - 4.0 / 6.0).abs() < TOL);
+        // Only stop words: no terms, 0.
+        assert_eq!(sim("the", "a"), 0.0);
+        assert_eq!(sim("", "mock"), 0.0);
     }
 
     #[test]
