@@ -17,6 +17,18 @@
 //!
 //! The data is compiled in (`include_str!`), so `service/` still does no I/O; JSON is parsed
 //! here, in test code only.
+//!
+//! To measure another scorer, e.g. the cosine of L2-normalised sentence embeddings, from any
+//! test in the crate:
+//!
+//! ```text
+//! use crate::service::lessons::eval::{dev_set, score_pairs, cross_validate, table};
+//! let pairs = dev_set();
+//! let cosine = |l: &str, p: &str| dot(&embed(l), &embed(p));       // Fn(&str, &str) -> f64
+//! let guard = |l: &str, p: &str| guard::check(&LexicalText::new(l), &LexicalText::new(p));
+//! let cv = cross_validate(&score_pairs(&pairs, &cosine, Some(&guard)), 5);
+//! eprintln!("{}", table("embedding + guard, held out", &cv.held_out));   // cv.final_threshold
+//! ```
 
 use std::collections::HashMap;
 use std::fmt::Write as _;

@@ -778,8 +778,8 @@ pub(crate) const MODIFIERS: &[&str] = &[
 
 /// The compiled tables: phrase keys and stop words in stemmed form.
 struct Tables {
-    /// Stemmed phrase → concept.
-    phrases: HashMap<Vec<String>, &'static str>,
+    /// Stemmed phrase, pieces joined by single spaces → concept.
+    phrases: HashMap<String, &'static str>,
     /// Longest phrase, in pieces.
     max_phrase: usize,
     stop: HashSet<String>,
@@ -791,13 +791,13 @@ static TABLES: LazyLock<Tables> = LazyLock::new(|| {
     for &(key, concept) in PHRASES {
         let pieces: Vec<String> = key.split(' ').flat_map(pieces_of).collect();
         max_phrase = max_phrase.max(pieces.len());
-        phrases.insert(pieces, concept);
+        phrases.insert(pieces.join(" "), concept);
     }
     // Every concept is also reached from its own spelling (`node` → `node`, although the stem
     // of `node` is `nod`).
     for &(_, concept) in PHRASES {
         let pieces: Vec<String> = concept.split(' ').flat_map(pieces_of).collect();
-        phrases.entry(pieces).or_insert(concept);
+        phrases.entry(pieces.join(" ")).or_insert(concept);
     }
     let stop = STOP_WORDS.iter().map(|w| stem(w)).collect();
     Tables {
@@ -811,7 +811,7 @@ static TABLES: LazyLock<Tables> = LazyLock::new(|| {
 /// its stem looked up in [`PHRASES`]. Used to compile the other word lists.
 pub(crate) fn canonical_word(word: &str) -> String {
     let stemmed = stem(word);
-    match TABLES.phrases.get(std::slice::from_ref(&stemmed)) {
+    match TABLES.phrases.get(&stemmed) {
         Some(c) => (*c).to_owned(),
         None => stemmed,
     }
@@ -988,16 +988,24 @@ fn analyse(normalised: &str) -> (Vec<String>, Vec<Piece>) {
 
     // Steps 3 and 4: stems and phrases over each run of consecutive words; a phrase never
     // crosses an identifier, an operator or a boundary.
-    // `concepts[i]` = terms produced at word i (a phrase is attributed to its first word).
+    // `produced[i]` = terms produced at word i (a phrase is attributed to its first word).
     let mut produced: Vec<Vec<Term>> = (0..words.len()).map(|_| Vec::new()).collect();
     let mut run: Vec<Sub> = Vec::new();
     let flush = |run: &mut Vec<Sub>, produced: &mut Vec<Vec<Term>>, words: &[Word]| {
+        // The candidate phrase, pieces joined by spaces, as the table keys are.
+        let mut key = String::new();
         let mut i = 0;
         while i < run.len() {
             let mut matched = false;
             for len in (1..=tables.max_phrase.min(run.len() - i)).rev() {
-                let key: Vec<String> = run[i..i + len].iter().map(|s| s.text.clone()).collect();
-                if let Some(&concept) = tables.phrases.get(&key) {
+                key.clear();
+                for (k, sub) in run[i..i + len].iter().enumerate() {
+                    if k > 0 {
+                        key.push(' ');
+                    }
+                    key.push_str(&sub.text);
+                }
+                if let Some(&concept) = tables.phrases.get(key.as_str()) {
                     if !concept.is_empty() {
                         let surface = surface_of(&run[i..i + len], words);
                         produced[run[i].word].push(Term {
@@ -1037,7 +1045,7 @@ fn analyse(normalised: &str) -> (Vec<String>, Vec<Piece>) {
                 } else if w.ident {
                     // Looked up whole first (`node.js`), else piece by piece, alone.
                     flush(&mut run, &mut produced, &words);
-                    if let Some(&concept) = tables.phrases.get(std::slice::from_ref(&w.surface)) {
+                    if let Some(&concept) = tables.phrases.get(&w.surface) {
                         produced[i].push(Term {
                             canon: concept.to_owned(),
                             stop: false,

@@ -299,7 +299,7 @@ pub struct Decision {
 /// In order: `exact`, `contains`, `contained_in` as in the module table block as they always
 /// did, best match type first, then higher score, then earlier lesson. Otherwise a lesson whose
 /// score is at least `threshold` blocks as `similar` (score = its similarity) unless
-/// [`guard::check`](super::guard::check) finds a reversal or a changed target; such lessons are
+/// [`guard::check`] finds a reversal or a changed target; such lessons are
 /// listed as near misses instead. The highest-scoring unguarded lesson blocks (ties: earlier).
 /// An empty proposal is never blocked and has no best lesson.
 pub fn decide<'a, I>(proposal: &str, lessons: I, threshold: f64) -> Decision
