@@ -8,11 +8,24 @@
 //! | `exact`        | normalised texts equal                                          | 1                          |
 //! | `contains`     | the proposal's tokens contain the lesson's tokens as a run      | \|lesson\| / \|proposal\|  |
 //! | `contained_in` | the lesson's tokens contain the proposal's tokens as a run      | \|proposal\| / \|lesson\|  |
-//! | `similar`      | Sørensen–Dice coefficient of the token multisets ≥ 0.8          | the Dice coefficient       |
+//! | `similar`      | a similarity score ≥ a threshold, and the guard lets it count  | the similarity             |
 //!
 //! Containment works on whole tokens, so the lesson `"use"` does not match inside `"reuse"`, and
 //! punctuation between words does not matter (`"cache, then retry"` contains `"cache then"`).
+//!
+//! Two forms of `similar`:
+//!
+//! - **[`decide`]** (issue 15): any similarity score with its threshold — [`lexical_similarity`]
+//!   against [`LEXICAL_THRESHOLD`] ([`decide_lexical`]), or later the cosine of sentence
+//!   embeddings — and the guard ([`super::guard::check`]): a lesson that scores above the
+//!   threshold but that the proposal reverses or retargets is a *near miss*, not a block.
+//! - **[`best_match`] / [`best_match_tokens`] / [`match_strategy`]**, which the tool layer calls
+//!   today: Sørensen–Dice of the raw token multisets ≥ [`SIMILARITY_THRESHOLD`] (0.8), no guard.
+//!   Measured on the development set it reaches F1 0.44 against 0.96 for [`decide_lexical`]
+//!   (`service::lessons::eval`); they stay until the tool layer moves to [`decide`].
 
+use super::guard::{self, GuardReason};
+use super::lexical::LexicalText;
 use super::text::word_tokens;
 
 /// Minimum Sørensen–Dice coefficient for a `similar` match (SPEC §4 lessons: "similarity ≥ 0.8").
@@ -122,6 +135,22 @@ pub fn match_strategy(proposal: &str, lesson: &str) -> Option<StrategyMatch> {
 
 /// [`match_strategy`] with both sides' tokens ([`word_tokens`]) computed by the caller.
 fn match_prepared(proposal: &str, p: &[&str], lesson: &str, l: &[&str]) -> Option<StrategyMatch> {
+    if let Some(m) = structural_match(proposal, p, lesson, l) {
+        return Some(m);
+    }
+    if proposal.is_empty() || lesson.is_empty() {
+        return None;
+    }
+    let dice = dice_coefficient(p, l);
+    (dice >= SIMILARITY_THRESHOLD).then_some(StrategyMatch {
+        match_type: MatchType::Similar,
+        score: dice,
+    })
+}
+
+/// The `exact`, `contains` and `contained_in` rules of the module table (no similarity), on
+/// normalised texts and their [`word_tokens`]. `None` when either side is empty.
+fn structural_match(proposal: &str, p: &[&str], lesson: &str, l: &[&str]) -> Option<StrategyMatch> {
     if proposal.is_empty() || lesson.is_empty() {
         return None;
     }
@@ -143,11 +172,7 @@ fn match_prepared(proposal: &str, p: &[&str], lesson: &str, l: &[&str]) -> Optio
             score: p.len() as f64 / l.len() as f64,
         });
     }
-    let dice = dice_coefficient(p, l);
-    (dice >= SIMILARITY_THRESHOLD).then_some(StrategyMatch {
-        match_type: MatchType::Similar,
-        score: dice,
-    })
+    None
 }
 
 /// The best match of `proposal` among `lessons` (each a normalised strategy), with its index.
@@ -192,6 +217,163 @@ where
         }
     }
     best
+}
+
+// ---------------------------------------------------------------------------------------------
+// The tuned decision: structural rules, a similarity score above a threshold, and the guard.
+
+/// Lexical similarity of two prepared strategies, in [0, 1].
+///
+/// ```text
+/// sim(A, B) = 2·|T(A) ∩ T(B)| / (|T(A)| + |T(B)|)     T = LexicalText::terms, as multisets
+/// ```
+///
+/// Sørensen–Dice over canonical terms ([`LexicalText`]: stemmed, stop words removed, synonyms and
+/// abbreviations mapped to one concept), so that "I tried parsing the HTML with regexes" and
+/// "Parse the HTML with regular expressions" both read `pars html regex` and score 1. Word order
+/// is ignored (the guard reads it). Two texts without content terms score 0, never NaN.
+pub fn lexical_similarity(a: &LexicalText, b: &LexicalText) -> f64 {
+    let (a, b) = (a.terms(), b.terms());
+    let a: Vec<&str> = a.iter().map(String::as_str).collect();
+    let b: Vec<&str> = b.iter().map(String::as_str).collect();
+    dice_coefficient(&a, &b)
+}
+
+/// Minimum [`lexical_similarity`] for a `similar` match when no embedding model is loaded, with
+/// the guard applied as [`decide_lexical`] does.
+///
+/// Chosen on 2026-11-22 on the development set `tests/data/blacklist_pairs.jsonl` (363 pairs, 60
+/// coding tasks) by 5-fold cross-validation over tasks (`service::lessons::eval`): each fold's
+/// threshold maximises F1 on the other folds' tasks, the held-out decisions are pooled. The
+/// threshold chosen the same way on all pairs is 0.4808, the midpoint of the F1 plateau
+/// (6/13, 1/2]; 0.48 lies on it (the test checks that it decides every pair alike).
+///
+/// Held out on the development set: F1 0.96 (precision 0.96, recall 0.97), 97 % of hard
+/// negatives (reversals, changed targets, changed numbers) let through. For comparison, today's
+/// word-Dice ≥ 0.8 reaches F1 0.44 there, and the lexical score without the guard F1 0.82 (at
+/// 0.87). The word tables and guard rules were written with that set in view, so on 119 fresh
+/// pairs (`blacklist_pairs_fresh.jsonl`), at this threshold: first run F1 0.85 (P 0.86, R 0.85),
+/// 84 % of hard negatives let through; 0.91 and 91 % after fixing the bugs that run exposed.
+pub const LEXICAL_THRESHOLD: f64 = 0.48;
+
+/// One stored lesson offered to [`decide`]: its normalised strategy, the strategy's
+/// [`word_tokens`], and the similarity score of the proposal against it (lexical, or the cosine
+/// of embeddings), in [0, 1].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Candidate<'a> {
+    /// The lesson's normalised strategy.
+    pub normalised: &'a str,
+    /// `word_tokens(normalised)`, e.g. as kept by the store.
+    pub tokens: Vec<&'a str>,
+    /// The proposal's similarity to this lesson.
+    pub score: f64,
+}
+
+/// A lesson that scored above the threshold but that the guard let through.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NearMiss {
+    /// Index of the lesson in the caller's order.
+    pub index: usize,
+    /// Its similarity score.
+    pub score: f64,
+    /// Why it is not a block.
+    pub reason: GuardReason,
+}
+
+/// The outcome of [`decide`].
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Decision {
+    /// The lesson that blacklists the proposal (index, how it matched), if any.
+    pub blocked: Option<(usize, StrategyMatch)>,
+    /// The lesson with the highest similarity score, whether or not it matched: what to show
+    /// when nothing blocks. `None` only when there are no lessons or the proposal is empty.
+    pub best: Option<(usize, f64)>,
+    /// Lessons at or above the threshold that the guard saw reversed or retargeted, highest
+    /// score first (ties: caller's order).
+    pub near_misses: Vec<NearMiss>,
+}
+
+/// Decides whether `proposal` (normalised) repeats one of `lessons`, with the similarity
+/// `threshold` of the scorer that produced the candidates' scores.
+///
+/// In order: `exact`, `contains`, `contained_in` as in the module table block as they always
+/// did, best match type first, then higher score, then earlier lesson. Otherwise a lesson whose
+/// score is at least `threshold` blocks as `similar` (score = its similarity) unless
+/// [`guard::check`] finds a reversal or a changed target; such lessons are
+/// listed as near misses instead. The highest-scoring unguarded lesson blocks (ties: earlier).
+/// An empty proposal is never blocked and has no best lesson.
+pub fn decide<'a, I>(proposal: &str, lessons: I, threshold: f64) -> Decision
+where
+    I: IntoIterator<Item = Candidate<'a>>,
+{
+    let mut out = Decision::default();
+    if proposal.is_empty() {
+        return out;
+    }
+    let p = word_tokens(proposal);
+    let mut prepared: Option<LexicalText> = None;
+    let mut structural: Option<(usize, StrategyMatch)> = None;
+    let mut similar: Option<(usize, f64)> = None;
+    for (i, c) in lessons.into_iter().enumerate() {
+        if out.best.is_none_or(|(_, s)| c.score > s) {
+            out.best = Some((i, c.score));
+        }
+        if let Some(m) = structural_match(proposal, &p, c.normalised, &c.tokens) {
+            let better = structural.is_none_or(|(_, b)| {
+                m.match_type < b.match_type || (m.match_type == b.match_type && m.score > b.score)
+            });
+            if better {
+                structural = Some((i, m));
+            }
+            continue;
+        }
+        if c.normalised.is_empty() || c.score < threshold {
+            continue;
+        }
+        let proposal_text = prepared.get_or_insert_with(|| LexicalText::new(proposal));
+        match guard::check(&LexicalText::new(c.normalised), proposal_text) {
+            Some(reason) => out.near_misses.push(NearMiss {
+                index: i,
+                score: c.score,
+                reason,
+            }),
+            None => {
+                if similar.is_none_or(|(_, s)| c.score > s) {
+                    similar = Some((i, c.score));
+                }
+            }
+        }
+    }
+    out.near_misses
+        .sort_by(|a, b| b.score.total_cmp(&a.score).then(a.index.cmp(&b.index)));
+    out.blocked = structural.or(similar.map(|(i, score)| {
+        (
+            i,
+            StrategyMatch {
+                match_type: MatchType::Similar,
+                score,
+            },
+        )
+    }));
+    out
+}
+
+/// [`decide`] with the lexical matcher: each lesson (normalised strategy, its
+/// [`word_tokens`]) scored by [`lexical_similarity`] against [`LEXICAL_THRESHOLD`].
+pub fn decide_lexical<'a, I>(proposal: &str, lessons: I) -> Decision
+where
+    I: IntoIterator<Item = (&'a str, Vec<&'a str>)>,
+{
+    let p = LexicalText::new(proposal);
+    decide(
+        proposal,
+        lessons.into_iter().map(|(normalised, tokens)| Candidate {
+            score: lexical_similarity(&LexicalText::new(normalised), &p),
+            normalised,
+            tokens,
+        }),
+        LEXICAL_THRESHOLD,
+    )
 }
 
 #[cfg(test)]
@@ -327,6 +509,100 @@ mod tests {
 
         assert_eq!(best_match("", lessons), None);
         assert_eq!(best_match("unrelated idea", lessons), None);
+    }
+
+    fn lexical_decision(proposal: &str, lessons: &[&str]) -> Decision {
+        let lessons: Vec<String> = lessons.iter().map(|l| normalise_strategy(l)).collect();
+        decide_lexical(
+            &normalise_strategy(proposal),
+            lessons.iter().map(|l| (l.as_str(), word_tokens(l))),
+        )
+    }
+
+    #[test]
+    fn decide_blocks_structural_first_then_the_best_unguarded_score() {
+        let lessons = [
+            "Increase the timeout of the checkout test",
+            "Mock the payment client in the checkout tests",
+            "mock the payment client",
+        ];
+        // Exact beats a containment and a similar match.
+        let d = lexical_decision("Mock the payment client.", &lessons);
+        assert_eq!(
+            d.blocked.map(|(i, m)| (i, m.match_type)),
+            Some((2, MatchType::Exact))
+        );
+        // A paraphrase blocks as similar with its lexical score.
+        let d = lexical_decision("Raise the checkout test's timeout", &lessons);
+        let (i, m) = d.blocked.expect("blocked");
+        assert_eq!((i, m.match_type), (0, MatchType::Similar));
+        assert!((m.score - 1.0).abs() < TOL, "{m:?}");
+        assert!(d.near_misses.is_empty());
+        // A reversal scores as high but is a near miss, not a block.
+        let d = lexical_decision("Decrease the timeout of the checkout test", &lessons);
+        assert_eq!(d.blocked, None);
+        assert_eq!(d.best.map(|(i, _)| i), Some(0));
+        assert_eq!(d.near_misses.len(), 1);
+        assert_eq!(d.near_misses[0].index, 0);
+        assert_eq!(
+            d.near_misses[0].reason.to_string(),
+            "reversal: increase vs decrease"
+        );
+        // Nothing close: not blocked, no near miss, still a best lesson.
+        let d = lexical_decision("Rewrite the parser in Rust", &lessons);
+        assert_eq!((d.blocked, d.near_misses.len()), (None, 0));
+        assert!(d.best.is_some_and(|(_, s)| s < LEXICAL_THRESHOLD));
+        // Empty proposal, or no lessons.
+        assert_eq!(lexical_decision("", &lessons), Decision::default());
+        assert_eq!(
+            lexical_decision("mock the payment client", &[]),
+            Decision::default()
+        );
+    }
+
+    #[test]
+    fn decide_keeps_the_structural_rules_of_best_match() {
+        // On the structural rules both paths agree, whatever the scores.
+        let lessons = ["use the global cache", "global cache", "use"];
+        for proposal in [
+            "use the global cache",
+            "first use the global cache then retry",
+            "global",
+            "reuse",
+        ] {
+            let p = normalise_strategy(proposal);
+            let legacy =
+                best_match(&p, lessons).filter(|(_, m)| m.match_type != MatchType::Similar);
+            let d = decide(
+                &p,
+                lessons.iter().map(|l| Candidate {
+                    normalised: l,
+                    tokens: word_tokens(l),
+                    score: 0.0,
+                }),
+                1.0,
+            );
+            assert_eq!(d.blocked, legacy, "{proposal:?}");
+        }
+    }
+
+    #[test]
+    fn lexical_similarity_reference_values() {
+        let sim = |a: &str, b: &str| lexical_similarity(&LexicalText::new(a), &LexicalText::new(b));
+        // Same canonical terms `pars html regex`: 1.
+        assert!(
+            (sim(
+                "Parse the HTML with regular expressions",
+                "I tried parsing the HTML with regexes"
+            ) - 1.0)
+                .abs()
+                < TOL
+        );
+        // {mock, database, layer} vs {mock, network, layer}: 2·2 / 6.
+        assert!((sim("Mock the DB layer", "mock the network layer") - 4.0 / 6.0).abs() < TOL);
+        // Only stop words: no terms, 0.
+        assert_eq!(sim("the", "a"), 0.0);
+        assert_eq!(sim("", "mock"), 0.0);
     }
 
     #[test]

@@ -3,11 +3,18 @@
 //!
 //! A *lesson* records that a strategy failed on a task, with its root-cause analysis. Before an
 //! agent starts a strategy it asks whether a lesson of the same task blacklists it; the match is
-//! done here ([`matching`]) on normalised text ([`text`]). Task ids are compared by their
-//! [`TaskKey`] (case, width and surrounding spaces folded). The store keeps lessons unique per
-//! (task key, normalised strategy). The directive history (human interventions) is owned by
-//! `store::directives`; only its text limits live here.
+//! done here ([`matching`]) on normalised text ([`text`]): exact and containment rules, then a
+//! similarity score over a tuned threshold ([`lexical`] terms when no embedding model is loaded),
+//! unless the [`guard`] sees a reversal or a changed target (issue 15). `eval` (tests only)
+//! measures matchers on the labelled pairs of `tests/data/` and chooses their thresholds. Task
+//! ids are compared by their [`TaskKey`] (case, width and surrounding spaces folded); the store
+//! keeps lessons unique per (task key, normalised strategy). The directive history (human
+//! interventions) is owned by `store::directives`; only its text limits live here.
 
+#[cfg(test)]
+pub(crate) mod eval;
+pub mod guard;
+pub mod lexical;
 pub mod matching;
 pub mod text;
 
@@ -15,8 +22,12 @@ use chrono::{DateTime, Utc};
 use thiserror::Error;
 use uuid::Uuid;
 
+pub use guard::GuardReason;
+pub use lexical::LexicalText;
 pub use matching::{
-    MatchType, SIMILARITY_THRESHOLD, StrategyMatch, best_match, best_match_tokens, match_strategy,
+    Candidate, Decision, LEXICAL_THRESHOLD, MatchType, NearMiss, SIMILARITY_THRESHOLD,
+    StrategyMatch, best_match, best_match_tokens, decide, decide_lexical, lexical_similarity,
+    match_strategy,
 };
 pub use text::{FieldError, check_text, fold_text, normalise_strategy, word_spans};
 

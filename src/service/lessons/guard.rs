@@ -1,0 +1,838 @@
+//! The guard: a proposal that *scores* like a blacklisted lesson but reverses it or changes its
+//! target is a different strategy.
+//!
+//! Similarity scores, lexical or from sentence embeddings, barely see the words that make "increase
+//! the timeout" the opposite of "decrease the timeout", or "mock the database layer" another
+//! strategy than "mock the network layer": everything else agrees. The guard looks at exactly those
+//! words. It is called only for a lesson and a proposal whose score cleared the threshold, and
+//! returns why they differ, or `None`. A guarded lesson is not a block but a near miss: the agent
+//! sees it and decides.
+//!
+//! Both texts are read as [`LexicalText`] pieces (canonical terms, stop words included, operators,
+//! clause boundaries; identifiers whole). Three rules, tried in this order:
+//!
+//! 1. **Opposites** ([`GuardReason::Reversal`]). Take the multiset difference of the two texts'
+//!    terms and operators: the words only the lesson has, and those only the proposal has. If one
+//!    of each is an antonym pair (increase / decrease — which covers raise, bump, upgrade, more,
+//!    higher, up against lower, reduce, downgrade, fewer, down —, enable / disable, on / off, add /
+//!    remove, before / after, with / without, true / false, serial / parallel, sync / async,
+//!    implicit / explicit, inside / outside…, a word and its `un`/`non`/`dis` negation, or
+//!    operators `<` / `<=`, `>` / `>=`, `==` / `!=`), the proposal does the opposite.
+//!    *Rationale*: a synonym never produces an antonym pair (the word tables map synonyms to
+//!    one concept first), while a reversal always does, whatever else was reworded.
+//! 2. **Swapped roles** ([`GuardReason::SwappedOrder`]). Markers give the words near them a role:
+//!    `from X to Y`, `X → Y`, `replace X with Y` make X old and Y new; `Y instead of X`,
+//!    `Y rather than X` make Y new and X old; `X before Y` and `Y after X` put X first and Y
+//!    second. A role holds the (up to two) content terms next to its marker, within the clause.
+//!    When more of the shared terms sit in opposite roles than in the same role, the proposal swaps
+//!    them ("use regular expressions instead of the YAML library" vs the reverse, `<` → `<=` vs
+//!    `<=` → `<`). *Rationale*: these are the reversals that keep the same words, so rule 1 cannot
+//!    see them; requiring the crossed terms to outnumber the agreeing ones keeps a paraphrase that
+//!    moves one word between roles from firing.
+//! 3. **Substitution** ([`GuardReason::ChangedNumber`], [`GuardReason::ChangedTarget`]). Align the
+//!    content terms by their longest common subsequence. If the aligned terms cover at least half
+//!    of the longer text (the rest agrees), every gap where *both* texts have words is a
+//!    candidate. A gap that starts or ends with a number on both sides (`2Gi` vs `4Gi`, `3` vs
+//!    `10` retries, `v18` vs `v20`, `port 0 and read it` vs `port 8081`), or with a number against
+//!    a quantifier (`all users` vs `5% of users`), is a changed number. A gap of at most three
+//!    words a side whose words all name a target is a changed target: content words that are not
+//!    numbers nor adjectives or adverbs of manner (`new`, `fresh`, `explicit`…) — an identifier,
+//!    a file name, a noun naming a component (`database` vs `network` layer, `values-prod.yaml` vs
+//!    `values-staging.yaml`, `payment gateway` vs `shipping rates` client). Not a substitution: a
+//!    word the other text has elsewhere (moved, not replaced); the same name spelt otherwise
+//!    (`SealedSecret` / `sealed secret`, `tsconfig` / `tsconfig.json`); in the opening gap, where
+//!    an imperative strategy has its verb, anything but an identifier (unless a text opens with a
+//!    light verb — "*use* an LRU cache" — whose object comes first).
+//!    *Rationale*: words only inserted or only deleted are added detail, which the lesson still
+//!    covers; a replaced verb or manner word is the similarity's business (a synonym the tables
+//!    missed, or an alternative); a replaced noun with everything else in place is the same action
+//!    on something else.
+//!
+//! The guard errs on the side of letting a proposal through: a false alarm costs the agent a
+//! look at the near miss, a missed block costs it a repeated failure only when the score, which
+//! decides first, was wrong too.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::sync::LazyLock;
+
+use super::lexical::{ANTONYMS, LexicalText, MODIFIERS, Op, Piece, Term, canonical_word};
+
+/// Why a proposal that scores like a lesson is nevertheless a different strategy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GuardReason {
+    /// Opposite words or operators: `increase` vs `decrease`, `<` vs `<=`.
+    Reversal {
+        /// The lesson's word, as written (folded).
+        lesson: String,
+        /// The proposal's word.
+        proposal: String,
+    },
+    /// The same things in swapped roles: `< → <=` vs `<= → <`, "X instead of Y" vs "Y instead
+    /// of X".
+    SwappedOrder {
+        /// The lesson's roles, `old → new` (or `first → second`).
+        lesson: String,
+        /// The proposal's roles.
+        proposal: String,
+    },
+    /// Another number or version where the rest agrees: `2gi` vs `4gi`.
+    ChangedNumber {
+        /// The lesson's words in the differing place.
+        lesson: String,
+        /// The proposal's words in that place.
+        proposal: String,
+    },
+    /// Another target (component, file, identifier, value) where the rest agrees.
+    ChangedTarget {
+        /// The lesson's words in the differing place.
+        lesson: String,
+        /// The proposal's words in that place.
+        proposal: String,
+    },
+}
+
+impl GuardReason {
+    /// Wire names, in the order of [`GuardReason::wire_name`]'s variants.
+    pub const NAMES: &'static [&'static str] = &[
+        "reversal",
+        "swapped_order",
+        "changed_number",
+        "changed_target",
+    ];
+
+    /// The wire name: `reversal`, `swapped_order`, `changed_number`, `changed_target`.
+    pub fn wire_name(&self) -> &'static str {
+        match self {
+            GuardReason::Reversal { .. } => "reversal",
+            GuardReason::SwappedOrder { .. } => "swapped_order",
+            GuardReason::ChangedNumber { .. } => "changed_number",
+            GuardReason::ChangedTarget { .. } => "changed_target",
+        }
+    }
+
+    /// The lesson's and the proposal's differing words.
+    pub fn words(&self) -> (&str, &str) {
+        match self {
+            GuardReason::Reversal { lesson, proposal }
+            | GuardReason::SwappedOrder { lesson, proposal }
+            | GuardReason::ChangedNumber { lesson, proposal }
+            | GuardReason::ChangedTarget { lesson, proposal } => (lesson, proposal),
+        }
+    }
+}
+
+/// A short human text: `"reversal: increase vs decrease"`, `"changed_target: database vs
+/// network"`.
+impl fmt::Display for GuardReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (l, p) = self.words();
+        write!(f, "{}: {l} vs {p}", self.wire_name())
+    }
+}
+
+/// Checks whether `proposal`, which scored as similar to `lesson`, reverses it or changes its
+/// target. `None` when the guard sees no such difference (then the similarity decides). See the
+/// module documentation for the three rules; they are tried in order and the first that fires
+/// gives the reason.
+pub fn check(lesson: &LexicalText, proposal: &LexicalText) -> Option<GuardReason> {
+    opposites(lesson, proposal)
+        .or_else(|| swapped_roles(lesson, proposal))
+        .or_else(|| substitution(lesson, proposal))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Word lists, canonicalised once
+
+struct Lists {
+    antonyms: HashSet<(String, String)>,
+    modifiers: HashSet<String>,
+    light_verbs: HashSet<String>,
+    quantifiers: HashSet<String>,
+    markers: HashMap<String, Marker>,
+}
+
+/// Role markers of rule 2.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Marker {
+    From,
+    To,
+    Instead,
+    Rather,
+    Of,
+    Than,
+    Replace,
+    With,
+    Before,
+    After,
+    /// `→`, `->`, `=>`.
+    Arrow,
+}
+
+static LISTS: LazyLock<Lists> = LazyLock::new(|| {
+    let mut antonyms = HashSet::new();
+    for &(a, b) in ANTONYMS {
+        let (a, b) = (canonical_word(a), canonical_word(b));
+        antonyms.insert((a.clone(), b.clone()));
+        antonyms.insert((b, a));
+    }
+    for (a, b) in [
+        ("<", "<="),
+        (">", ">="),
+        ("==", "!="),
+        ("<", ">"),
+        ("<=", ">="),
+    ] {
+        antonyms.insert((a.to_owned(), b.to_owned()));
+        antonyms.insert((b.to_owned(), a.to_owned()));
+    }
+    let markers = [
+        ("from", Marker::From),
+        ("to", Marker::To),
+        ("instead", Marker::Instead),
+        ("rather", Marker::Rather),
+        ("of", Marker::Of),
+        ("than", Marker::Than),
+        ("replace", Marker::Replace),
+        ("with", Marker::With),
+        ("by", Marker::With),
+        ("before", Marker::Before),
+        ("after", Marker::After),
+    ]
+    .into_iter()
+    .map(|(w, m)| (canonical_word(w), m))
+    .collect();
+    Lists {
+        antonyms,
+        modifiers: MODIFIERS.iter().map(|w| canonical_word(w)).collect(),
+        light_verbs: ["use", "make", "turn"]
+            .iter()
+            .map(|w| canonical_word(w))
+            .collect(),
+        quantifiers: [
+            "all", "each", "every", "any", "some", "none", "half", "max", "min",
+        ]
+        .iter()
+        .map(|w| canonical_word(w))
+        .collect(),
+        markers,
+    }
+});
+
+// ---------------------------------------------------------------------------------------------
+// Rule 1: opposites
+
+/// A term or operator with the text it came from.
+#[derive(Debug, Clone, Copy)]
+struct Unit<'a> {
+    canon: &'a str,
+    surface: &'a str,
+}
+
+fn units(t: &LexicalText) -> Vec<Unit<'_>> {
+    t.pieces()
+        .iter()
+        .filter_map(|p| match p {
+            Piece::Term(Term { canon, surface, .. }) => Some(Unit { canon, surface }),
+            Piece::Op(op) => Some(Unit {
+                canon: op.as_str(),
+                surface: op.as_str(),
+            }),
+            Piece::Boundary => None,
+        })
+        .collect()
+}
+
+/// Units of `a` not matched by a unit of `b` with the same canonical form (multiset difference).
+fn only_in<'a>(a: &[Unit<'a>], b: &[Unit<'_>]) -> Vec<Unit<'a>> {
+    let mut left: HashMap<&str, usize> = HashMap::new();
+    for u in b {
+        *left.entry(u.canon).or_default() += 1;
+    }
+    a.iter()
+        .filter(|u| match left.get_mut(u.canon) {
+            Some(n) if *n > 0 => {
+                *n -= 1;
+                false
+            }
+            _ => true,
+        })
+        .cloned()
+        .collect()
+}
+
+fn are_opposites(a: &str, b: &str) -> bool {
+    if LISTS.antonyms.contains(&(a.to_owned(), b.to_owned())) {
+        return true;
+    }
+    // A word and its negated form: uncommitted / committed, nonblocking / blocking.
+    let negated = |x: &str, y: &str| {
+        y.len() >= 4
+            && ["un", "non", "dis"]
+                .iter()
+                .any(|p| x.strip_prefix(p).is_some_and(|rest| rest == y))
+    };
+    negated(a, b) || negated(b, a)
+}
+
+fn opposites(lesson: &LexicalText, proposal: &LexicalText) -> Option<GuardReason> {
+    let (l, p) = (units(lesson), units(proposal));
+    let (l_only, p_only) = (only_in(&l, &p), only_in(&p, &l));
+    for a in &l_only {
+        for b in &p_only {
+            if are_opposites(a.canon, b.canon) {
+                return Some(GuardReason::Reversal {
+                    lesson: a.surface.to_owned(),
+                    proposal: b.surface.to_owned(),
+                });
+            }
+        }
+    }
+    None
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rule 2: swapped roles
+
+/// How many content terms a role takes from next to its marker.
+const ROLE_WINDOW: usize = 2;
+
+/// An element of a text for rule 2.
+#[derive(Debug, Clone, Copy)]
+enum Elem<'a> {
+    Content(Unit<'a>),
+    Marker(Marker),
+    Stop,
+    Boundary,
+}
+
+fn elems(t: &LexicalText) -> Vec<Elem<'_>> {
+    t.pieces()
+        .iter()
+        .map(|p| match p {
+            Piece::Term(Term {
+                canon,
+                surface,
+                stop,
+            }) => match LISTS.markers.get(canon.as_str()) {
+                Some(&m) => Elem::Marker(m),
+                None if *stop => Elem::Stop,
+                None => Elem::Content(Unit { canon, surface }),
+            },
+            Piece::Op(Op::Arrow) => Elem::Marker(Marker::Arrow),
+            Piece::Op(Op::Assign) => Elem::Stop,
+            Piece::Op(op) => Elem::Content(Unit {
+                canon: op.as_str(),
+                surface: op.as_str(),
+            }),
+            Piece::Boundary => Elem::Boundary,
+        })
+        .collect()
+}
+
+/// Up to [`ROLE_WINDOW`] content units starting next to `at`, walking forward or backward,
+/// stopping at a boundary or another marker.
+fn window<'a>(e: &[Elem<'a>], at: usize, forward: bool) -> Vec<Unit<'a>> {
+    let mut out = Vec::new();
+    let mut i = at;
+    loop {
+        if forward {
+            i += 1;
+            if i >= e.len() {
+                break;
+            }
+        } else {
+            if i == 0 {
+                break;
+            }
+            i -= 1;
+        }
+        match e[i] {
+            Elem::Content(u) => {
+                out.push(u);
+                if out.len() == ROLE_WINDOW {
+                    break;
+                }
+            }
+            Elem::Stop => {}
+            Elem::Marker(_) | Elem::Boundary => break,
+        }
+    }
+    if !forward {
+        out.reverse();
+    }
+    out
+}
+
+/// The two roles of a text: (old, new) from `from…to`, arrows, `replace…with`, `instead of`,
+/// `rather than`; and (first, second) from `before` / `after`.
+#[derive(Debug, Default)]
+struct Roles<'a> {
+    old: Vec<Unit<'a>>,
+    new: Vec<Unit<'a>>,
+    first: Vec<Unit<'a>>,
+    second: Vec<Unit<'a>>,
+}
+
+fn roles<'a>(e: &[Elem<'a>]) -> Roles<'a> {
+    let mut r = Roles::default();
+    // The next marker of kind `m` after `i` within the clause.
+    let find = |i: usize, m: Marker| {
+        e[i + 1..]
+            .iter()
+            .take_while(|x| !matches!(x, Elem::Boundary))
+            .position(|x| matches!(x, Elem::Marker(y) if *y == m))
+            .map(|k| i + 1 + k)
+    };
+    let next_is = |i: usize, m: Marker| matches!(e.get(i + 1), Some(Elem::Marker(y)) if *y == m);
+    for (i, x) in e.iter().enumerate() {
+        let Elem::Marker(m) = *x else { continue };
+        match m {
+            Marker::From => {
+                if let Some(j) = find(i, Marker::To) {
+                    r.old.extend(window(e, i, true));
+                    r.new.extend(window(e, j, true));
+                }
+            }
+            Marker::Arrow => {
+                r.old.extend(window(e, i, false));
+                r.new.extend(window(e, i, true));
+            }
+            Marker::Replace => {
+                if let Some(j) = find(i, Marker::With) {
+                    r.old.extend(window(e, i, true));
+                    r.new.extend(window(e, j, true));
+                }
+            }
+            Marker::Instead if next_is(i, Marker::Of) => {
+                r.new.extend(window(e, i, false));
+                r.old.extend(window(e, i + 1, true));
+            }
+            Marker::Rather if next_is(i, Marker::Than) => {
+                r.new.extend(window(e, i, false));
+                r.old.extend(window(e, i + 1, true));
+            }
+            Marker::Before => {
+                r.first.extend(window(e, i, false));
+                r.second.extend(window(e, i, true));
+            }
+            Marker::After => {
+                r.second.extend(window(e, i, false));
+                r.first.extend(window(e, i, true));
+            }
+            _ => {}
+        }
+    }
+    // A term in both roles of one text says nothing about its role.
+    let drop_common = |a: &mut Vec<Unit<'a>>, b: &mut Vec<Unit<'a>>| {
+        let common: HashSet<&str> = a
+            .iter()
+            .filter(|u| b.iter().any(|v| v.canon == u.canon))
+            .map(|u| u.canon)
+            .collect();
+        a.retain(|u| !common.contains(u.canon));
+        b.retain(|u| !common.contains(u.canon));
+    };
+    drop_common(&mut r.old, &mut r.new);
+    drop_common(&mut r.first, &mut r.second);
+    r
+}
+
+fn overlap(a: &[Unit<'_>], b: &[Unit<'_>]) -> usize {
+    a.iter()
+        .filter(|u| b.iter().any(|v| v.canon == u.canon))
+        .count()
+}
+
+fn show(a: &[Unit<'_>]) -> String {
+    a.iter().map(|u| u.surface).collect::<Vec<_>>().join(" ")
+}
+
+fn swapped_roles(lesson: &LexicalText, proposal: &LexicalText) -> Option<GuardReason> {
+    let (l, p) = (roles(&elems(lesson)), roles(&elems(proposal)));
+    let cross = overlap(&l.old, &p.new)
+        + overlap(&l.new, &p.old)
+        + overlap(&l.first, &p.second)
+        + overlap(&l.second, &p.first);
+    let same = overlap(&l.old, &p.old)
+        + overlap(&l.new, &p.new)
+        + overlap(&l.first, &p.first)
+        + overlap(&l.second, &p.second);
+    if cross == 0 || cross <= same {
+        return None;
+    }
+    let describe = |r: &Roles<'_>| {
+        if !r.old.is_empty() || !r.new.is_empty() {
+            format!("{} → {}", show(&r.old), show(&r.new))
+        } else {
+            format!("{} before {}", show(&r.first), show(&r.second))
+        }
+    };
+    Some(GuardReason::SwappedOrder {
+        lesson: describe(&l),
+        proposal: describe(&p),
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rule 3: substitution
+
+/// Content units (terms that are not stop words, comparison operators).
+fn content(t: &LexicalText) -> Vec<Unit<'_>> {
+    t.pieces()
+        .iter()
+        .filter_map(|p| match p {
+            Piece::Term(Term {
+                canon,
+                surface,
+                stop: false,
+            }) => Some(Unit { canon, surface }),
+            Piece::Op(op) if !matches!(op, Op::Assign | Op::Arrow) => Some(Unit {
+                canon: op.as_str(),
+                surface: op.as_str(),
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Longest common subsequence of canonical forms: the aligned index pairs, in order.
+fn lcs(a: &[Unit<'_>], b: &[Unit<'_>]) -> Vec<(usize, usize)> {
+    let (n, m) = (a.len(), b.len());
+    let mut dp = vec![vec![0u16; m + 1]; n + 1];
+    for i in (0..n).rev() {
+        for j in (0..m).rev() {
+            dp[i][j] = if a[i].canon == b[j].canon {
+                dp[i + 1][j + 1] + 1
+            } else {
+                dp[i + 1][j].max(dp[i][j + 1])
+            };
+        }
+    }
+    let (mut i, mut j, mut out) = (0, 0, Vec::new());
+    while i < n && j < m {
+        if a[i].canon == b[j].canon {
+            out.push((i, j));
+            i += 1;
+            j += 1;
+        } else if dp[i + 1][j] >= dp[i][j + 1] {
+            i += 1;
+        } else {
+            j += 1;
+        }
+    }
+    out
+}
+
+/// Longest run of differing words that still counts as one substituted target.
+const MAX_SUBSTITUTION: usize = 3;
+
+fn is_number(canon: &str) -> bool {
+    canon.starts_with(|c: char| c.is_ascii_digit())
+}
+
+/// A run of differing words names a target: every word is a content word that is not a number
+/// and not an adjective or adverb of manner. In the opening gap, where an imperative strategy
+/// has its verb ("*Randomise* the test order" / "*Shuffle* the test order"), only identifiers
+/// count: a different first word is a different action or a synonym, which is the similarity's
+/// business. Later in the sentence a word such as `lock`, `release` or `deploy` is read as the
+/// noun it mostly is there ("a lock", "the release mode", "the deploy script").
+fn names_target(run: &[Unit<'_>], opening: bool) -> bool {
+    run.iter().all(|u| {
+        u.canon.chars().any(char::is_alphanumeric)
+            && !is_number(u.canon)
+            && !LISTS.modifiers.contains(u.canon)
+            && (!opening || is_identifier_like(u.surface))
+    })
+}
+
+/// The first content word of the text is its verb: the text does not open with a light verb
+/// whose object comes next ("*Use* an LRU cache", "*make* the index start at 1", "*turn* the
+/// cache off"). Pronouns and auxiliaries before it do not matter ("I tried mocking…").
+fn verb_first(t: &LexicalText) -> bool {
+    for p in t.pieces() {
+        if let Piece::Term(Term { canon, stop, .. }) = p {
+            if !stop {
+                return true;
+            }
+            if LISTS.light_verbs.contains(canon.as_str()) {
+                return false;
+            }
+        }
+    }
+    true
+}
+
+/// Written like an identifier: inner punctuation or digits (`values-prod.yaml`, `i64`, `s3`).
+fn is_identifier_like(surface: &str) -> bool {
+    surface
+        .chars()
+        .any(|c| c.is_ascii_digit() || matches!(c, '.' | '_' | '/' | ':'))
+}
+
+/// The letters and digits of a run's surfaces, lower-case, e.g. `sealed secret` → `sealedsecret`.
+fn squashed(run: &[Unit<'_>]) -> String {
+    run.iter()
+        .flat_map(|u| u.surface.chars())
+        .filter(|c| c.is_alphanumeric())
+        .collect()
+}
+
+/// Two runs that name the same thing spelt otherwise: one word or two (`SealedSecret` / `sealed
+/// secret`), or a bare name against the same name with an extension or qualifier (`tsconfig` /
+/// `tsconfig.json`, `Node` / `Node.js`). Two qualified names are different files
+/// (`package.json` / `package-lock.json`).
+fn same_name(a: &[Unit<'_>], b: &[Unit<'_>]) -> bool {
+    if squashed(a) == squashed(b) {
+        return true;
+    }
+    let bare_of = |bare: &[Unit<'_>], qualified: &[Unit<'_>]| match (bare, qualified) {
+        ([x], [y, ..]) if !is_identifier_like(x.surface) && is_identifier_like(y.surface) => {
+            let first = y.surface.split(|c: char| !c.is_alphanumeric()).next();
+            first.is_some_and(|f| canonical_word(f) == x.canon || f == x.surface)
+        }
+        _ => false,
+    };
+    bare_of(a, b) || bare_of(b, a)
+}
+
+fn substitution(lesson: &LexicalText, proposal: &LexicalText) -> Option<GuardReason> {
+    let (l, p) = (content(lesson), content(proposal));
+    let aligned = lcs(&l, &p);
+    let longer = l.len().max(p.len());
+    if aligned.len() < 2 || 2 * aligned.len() < longer {
+        return None;
+    }
+    let in_l: HashSet<&str> = l.iter().map(|u| u.canon).collect();
+    let in_p: HashSet<&str> = p.iter().map(|u| u.canon).collect();
+    // A word the other text has elsewhere was moved, not replaced.
+    let moved = |u: &Unit<'_>, other: &HashSet<&str>| other.contains(u.canon);
+    let quantifier = |u: &Unit<'_>| LISTS.quantifiers.contains(u.canon);
+    // Gaps between aligned pairs (and before the first, after the last).
+    let mut prev = (0usize, 0usize);
+    let ends = aligned
+        .iter()
+        .copied()
+        .chain(std::iter::once((l.len(), p.len())));
+    for (g, (i, j)) in ends.enumerate() {
+        let (lr, pr) = (&l[prev.0..i], &p[prev.1..j]);
+        prev = (i + 1, j + 1);
+        let (Some(lf), Some(pf), Some(ll), Some(pl)) =
+            (lr.first(), pr.first(), lr.last(), pr.last())
+        else {
+            continue;
+        };
+        // Numbers: the gap starts or ends with a number on both sides (`to 0 and read the
+        // port` vs `to 8081`), or a number faces a quantifier (`all users` vs `5% of users`).
+        let number_pair = |a: &Unit<'_>, b: &Unit<'_>| {
+            let num_or_q = |u: &Unit<'_>| is_number(u.canon) || quantifier(u);
+            (is_number(a.canon) || is_number(b.canon))
+                && num_or_q(a)
+                && num_or_q(b)
+                && !moved(a, &in_p)
+                && !moved(b, &in_l)
+        };
+        if number_pair(lf, pf) || number_pair(ll, pl) {
+            return Some(GuardReason::ChangedNumber {
+                lesson: show(lr),
+                proposal: show(pr),
+            });
+        }
+        if lr.len() > MAX_SUBSTITUTION || pr.len() > MAX_SUBSTITUTION {
+            continue;
+        }
+        if lr.iter().any(|u| moved(u, &in_p)) || pr.iter().any(|u| moved(u, &in_l)) {
+            continue;
+        }
+        if same_name(lr, pr) {
+            continue;
+        }
+        let opening = g == 0 && verb_first(lesson) && verb_first(proposal);
+        if names_target(lr, opening) && names_target(pr, opening) {
+            return Some(GuardReason::ChangedTarget {
+                lesson: show(lr),
+                proposal: show(pr),
+            });
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn guard(lesson: &str, proposal: &str) -> Option<String> {
+        check(&LexicalText::new(lesson), &LexicalText::new(proposal)).map(|r| r.to_string())
+    }
+
+    #[test]
+    fn guard_table() {
+        // (lesson, proposal, expected reason text or None)
+        let cases: &[(&str, &str, Option<&str>)] = &[
+            // Rule 1: opposites, through the synonym tables.
+            (
+                "Increase the timeout of the checkout test",
+                "Decrease the timeout of the checkout test",
+                Some("reversal: increase vs decrease"),
+            ),
+            (
+                "Raise the memory limit of the worker pod",
+                "lower the memory limit of the worker pod",
+                Some("reversal: raise vs lower"),
+            ),
+            (
+                "Enable keepalive pings",
+                "Turn off keepalive pings",
+                Some("reversal: enable vs turn off"),
+            ),
+            (
+                "Add exponential backoff with jitter",
+                "Add exponential backoff without jitter",
+                Some("reversal: with vs without"),
+            ),
+            (
+                "Invalidate the cache after the database write",
+                "Invalidate the cache before the DB write",
+                Some("reversal: after vs before"),
+            ),
+            (
+                "Lower the isolation level to READ COMMITTED",
+                "Lower the isolation level to READ UNCOMMITTED",
+                Some("reversal: committed vs uncommitted"),
+            ),
+            // Rule 2: swapped roles.
+            (
+                "Change the loop condition from < to <=",
+                "Change the loop condition from <= to <",
+                Some("swapped_order: < → <= vs <= → <"),
+            ),
+            (
+                "Use the YAML library instead of regular expressions",
+                "Use regular expressions instead of the YAML library",
+                Some(
+                    "swapped_order: regular expressions → yaml library vs yaml library → regular expressions",
+                ),
+            ),
+            (
+                "Switch the base image from ubuntu to alpine",
+                "base image: alpine → ubuntu",
+                Some("swapped_order: ubuntu → alpine vs alpine → ubuntu"),
+            ),
+            // Rule 3: substitutions.
+            (
+                "Raise the memory limit of the worker pod to 2Gi",
+                "Raise the memory limit of the worker pod to 4Gi",
+                Some("changed_number: 2gi vs 4gi"),
+            ),
+            (
+                "Mock the database layer in the unit tests",
+                "Mock the network layer in the unit tests",
+                Some("changed_target: database vs network"),
+            ),
+            (
+                "Set replicaCount to 3 in values-prod.yaml",
+                "Set replicaCount to 3 in values-staging.yaml",
+                Some("changed_target: prod.yaml vs staging.yaml"),
+            ),
+            (
+                "Replace std::sync::Mutex with tokio::sync::Mutex",
+                "Replace tokio::sync::Mutex with std::sync::Mutex",
+                Some("swapped_order: std → tokio vs tokio → std"),
+            ),
+            (
+                "Run the container as root",
+                "Run the container as a non-root user",
+                Some("reversal: root vs nonroot"),
+            ),
+            (
+                "Key the npm cache on the hash of package-lock.json",
+                "Key the npm cache on the hash of package.json",
+                Some("changed_target: package lock.json vs package.json"),
+            ),
+            (
+                "Use an LRU cache with 10000 entries",
+                "Use an LFU cache with 10000 entries",
+                Some("changed_target: lru vs lfu"),
+            ),
+            // Paraphrases pass.
+            (
+                "Turn off strictNullChecks in tsconfig.json",
+                "disable strictNullChecks in the tsconfig",
+                None,
+            ),
+            (
+                "Hold the mutex guard across the await point",
+                "We held the mutex guard across the await point",
+                None,
+            ),
+            (
+                "Randomise the test order with pytest-randomly",
+                "Shuffle the test order with pytest-randomly",
+                None,
+            ),
+            (
+                "Raise the memory limit of the worker pod to 2Gi",
+                "increase the k8s worker pod memory limit to 2Gi",
+                None,
+            ),
+            (
+                "Increase the test timeout",
+                "raise the timeout of the test",
+                None,
+            ),
+            (
+                "Switch the garbage collector from G1 to ZGC",
+                "use ZGC instead of G1 as the GC",
+                None,
+            ),
+            ("Mock the database layer", "Mock the DB layer", None),
+            (
+                "Add a retry loop around the database connection",
+                "Add a retry loop with 5 attempts around the database connection",
+                None,
+            ),
+            (
+                "Wrap the session map in a mutex",
+                "Guard the session map with a lock",
+                None,
+            ),
+            (
+                "Start the page index at 1 instead of 0",
+                "Make the page index begin at 1 rather than 0",
+                None,
+            ),
+        ];
+        for &(lesson, proposal, want) in cases {
+            assert_eq!(
+                guard(lesson, proposal).as_deref(),
+                want,
+                "{lesson:?} vs {proposal:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn wire_names_match_variants() {
+        let r = [
+            GuardReason::Reversal {
+                lesson: "a".into(),
+                proposal: "b".into(),
+            },
+            GuardReason::SwappedOrder {
+                lesson: "a".into(),
+                proposal: "b".into(),
+            },
+            GuardReason::ChangedNumber {
+                lesson: "a".into(),
+                proposal: "b".into(),
+            },
+            GuardReason::ChangedTarget {
+                lesson: "a".into(),
+                proposal: "b".into(),
+            },
+        ];
+        let names: Vec<&str> = r.iter().map(GuardReason::wire_name).collect();
+        assert_eq!(names, GuardReason::NAMES);
+    }
+}

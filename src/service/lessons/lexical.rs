@@ -1,0 +1,1391 @@
+//! Lexical normalisation of strategies: the canonical terms that the lexical matcher compares
+//! ([`super::matching::lexical_similarity`]) and that the guard aligns ([`super::guard`]).
+//!
+//! A strategy such as `"I tried bumping the k8s worker's memory limit to 2Gi"` becomes the terms
+//! `increase kubernetes worker memory limit 2 gb` (stop words kept aside, see below). The steps,
+//! on the normalised text ([`super::text::normalise_strategy`]):
+//!
+//! 1. **Segment** per UAX #29 word boundaries. Runs of symbols between words become operators
+//!    (`<`, `<=`, `>`, `>=`, `==`, `!=`, `=`, `→`/`->`/`=>`); `,` `;` `:` `(` `)` become clause
+//!    boundaries; other punctuation is dropped.
+//! 2. **Split** each word: a possessive `'s` is dropped, contractions (`don't` → `not`) resolved;
+//!    identifiers are cut at inner punctuation (`orders.customer_id` → `orders customer id`),
+//!    version numbers are kept whole (`1.26`, `0.11.2`), a number glued to a unit is cut
+//!    (`100ms` → `100 ms`, `v18` → `18`).
+//! 3. **Stem** alphabetic pieces with [`stem`], a light English suffix stripper.
+//! 4. **Canonicalise** with one table of phrases (up to three stems) → concepts: abbreviations and
+//!    synonyms of coding terms (`regular expression` / `regexp` → `regex`, `db` → `database`,
+//!    `k8s` → `kubernetes`, `bump` / `raise` / `upgrade` → `increase`, `env var` →
+//!    `envvar`, `turn off` → `disable`, `right away` → `immediately`, `two` → `2`, `seconds` → `s`).
+//! 5. **Mark stop words** (articles, pronouns, auxiliaries, tense and person markers such as
+//!    `I`, `we'll`, `tried`, prepositions, `use`, `make`). They are left out of the similarity but
+//!    kept for the guard, which reads `from … to`, `instead of` and `with` / `without`.
+//!
+//! The tables are small and hand-written for coding strategies; a word absent from them only
+//! loses its synonyms, never its literal match. Everything is ASCII-oriented: non-ASCII words
+//! pass through unstemmed (each Han ideograph stays its own term, as in [`super::text::word_tokens`]).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::LazyLock;
+
+use unicode_segmentation::UnicodeSegmentation;
+
+use super::text::normalise_strategy;
+
+/// A comparison operator or an arrow found between words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Op {
+    /// `<`
+    Lt,
+    /// `<=`
+    Le,
+    /// `>`
+    Gt,
+    /// `>=`
+    Ge,
+    /// `==`
+    Eq,
+    /// `!=`
+    Ne,
+    /// `=` (assignment, as in `-refresh=false`)
+    Assign,
+    /// `→`, `->`, `=>`: "from the left to the right".
+    Arrow,
+}
+
+impl Op {
+    /// The operator as written (`→` for every arrow).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Op::Lt => "<",
+            Op::Le => "<=",
+            Op::Gt => ">",
+            Op::Ge => ">=",
+            Op::Eq => "==",
+            Op::Ne => "!=",
+            Op::Assign => "=",
+            Op::Arrow => "→",
+        }
+    }
+
+    /// Comparison operators are content (they are what a `<` → `<=` fix is about); `=` and
+    /// arrows are structure.
+    fn is_comparison(self) -> bool {
+        !matches!(self, Op::Assign | Op::Arrow)
+    }
+}
+
+/// One canonical term of a strategy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Term {
+    /// The canonical form: a concept from the table (`regex`, `increase`), else the stem.
+    pub canon: String,
+    /// The folded words it came from, for messages (`"regular expressions"`).
+    pub surface: String,
+    /// A stop word: ignored by the similarity, read by the guard.
+    pub stop: bool,
+}
+
+/// A piece of a strategy in reading order, as the guard sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Piece {
+    /// A term. An identifier (`orders.customer_id`, `values-prod.yaml`) is one term here,
+    /// its folded surface, so that the guard compares identifiers whole.
+    Term(Term),
+    /// An operator.
+    Op(Op),
+    /// A clause boundary (`,` `;` `:` `(` `)`).
+    Boundary,
+}
+
+/// A strategy prepared for lexical comparison: computed once per text, compared many times.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LexicalText {
+    normalised: String,
+    /// Content terms for the similarity: canonical terms without stop words, identifiers cut
+    /// into their parts, comparison operators included.
+    terms: Vec<String>,
+    /// Everything, in order, for the guard.
+    pieces: Vec<Piece>,
+}
+
+impl LexicalText {
+    /// Prepares `text`, raw or already normalised ([`normalise_strategy`] is idempotent).
+    pub fn new(text: &str) -> Self {
+        let normalised = normalise_strategy(text);
+        let (terms, pieces) = analyse(&normalised);
+        LexicalText {
+            normalised,
+            terms,
+            pieces,
+        }
+    }
+
+    /// The normalised text.
+    pub fn normalised(&self) -> &str {
+        &self.normalised
+    }
+
+    /// The content terms compared by the similarity, in order.
+    pub fn terms(&self) -> &[String] {
+        &self.terms
+    }
+
+    /// All pieces in reading order (terms with stop words, operators, boundaries).
+    pub fn pieces(&self) -> &[Piece] {
+        &self.pieces
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Stemming
+
+/// Light English suffix stripping, so that inflected forms of a word share one stem.
+///
+/// ```text
+/// 1. British -ise → -ize    (parameterised → parameterized, sanitiser → sanitizer)
+///    -izer(s)/-ization(s) → -iz
+/// 2. plural / 3rd person   -ies → -y, -sses → -ss, -s → ""   (not after s, u, i: class, bus, analysis)
+/// 3. past / progressive    -ied → -y, -eed → -ee, -ed → "", -ing → ""   (the rest must keep a vowel
+///                          and two letters; a doubled final consonant other than l, s, z is
+///                          undoubled when 4+ letters remain: pinned → pin, added → add)
+///    adverbs               -ily → -y; -ly → "" after l, t, e, s (manually → manual)
+/// 4. final e               -e → ""   (cache, caching, cached → cach; use, using, used → us)
+/// ```
+///
+/// In the spirit of step 1 of Porter's stemmer (M. F. Porter, "An algorithm for suffix
+/// stripping", *Program* 14(3), 1980) and Harman's S-stemmer (D. Harman, "How effective is
+/// suffixing?", *JASIS* 42(1), 1991), but lighter: no derivational suffixes (`parser` and
+/// `parse` stay apart), and the final `e` is always dropped so that a base form and its `-ed` /
+/// `-ing` forms agree. A few irregular verbs map to their base first (`froze` → `freeze`).
+///
+/// Only lower-case ASCII words of three letters or more are stemmed; anything else (digits,
+/// identifiers, other scripts) is returned as is. Stems are not words (`cach`, `us`); they only
+/// need to agree with each other.
+pub fn stem(word: &str) -> String {
+    if word.len() < 3 || !word.bytes().all(|b| b.is_ascii_lowercase()) {
+        return word.to_owned();
+    }
+    if let Some(&(_, base)) = IRREGULAR.iter().find(|(w, _)| *w == word) {
+        return stem(base);
+    }
+    let mut w = british_to_american(word);
+    // Step 2: plural / third person.
+    if w.len() > 4 && w.ends_with("ies") {
+        w.truncate(w.len() - 3);
+        w.push('y');
+    } else if w.ends_with("sses") {
+        w.truncate(w.len() - 2);
+    } else if w.ends_with('s') && !(w.ends_with("ss") || w.ends_with("us") || w.ends_with("is")) {
+        w.pop();
+    }
+    // Step 3: -ed / -ing / -ly.
+    if w.len() > 4 && w.ends_with("ied") {
+        w.truncate(w.len() - 3);
+        w.push('y');
+    } else if w.ends_with("eed") {
+        if w.len() > 4 {
+            w.pop();
+        }
+    } else if let Some(rest) = w.strip_suffix("ed").or_else(|| w.strip_suffix("ing")) {
+        if rest.len() >= 2 && has_vowel(rest) {
+            let rest = undouble(rest).to_owned();
+            w = rest;
+        }
+    } else if w.len() > 5 && w.ends_with("ily") {
+        w.truncate(w.len() - 3);
+        w.push('y');
+    } else if w.len() > 5
+        && w.ends_with("ly")
+        && matches!(w.as_bytes()[w.len() - 3], b'l' | b't' | b'e' | b's')
+    {
+        w.truncate(w.len() - 2);
+    }
+    // Step 4: final e.
+    if w.len() >= 3 && w.ends_with('e') && !w.ends_with("ee") {
+        w.pop();
+    }
+    w
+}
+
+/// Irregular forms that suffix stripping cannot reach, mapped to their base form.
+const IRREGULAR: &[(&str, &str)] = &[
+    ("built", "build"),
+    ("rebuilt", "rebuild"),
+    ("wrote", "write"),
+    ("written", "write"),
+    ("rewrote", "rewrite"),
+    ("rewritten", "rewrite"),
+    ("froze", "freeze"),
+    ("frozen", "freeze"),
+    ("ran", "run"),
+    ("made", "make"),
+    ("did", "do"),
+    ("done", "do"),
+    ("went", "go"),
+    ("gone", "go"),
+    ("chose", "choose"),
+    ("chosen", "choose"),
+    ("caught", "catch"),
+    ("kept", "keep"),
+    ("sent", "send"),
+    ("took", "take"),
+    ("taken", "take"),
+    ("gave", "give"),
+    ("given", "give"),
+    ("began", "begin"),
+    ("begun", "begin"),
+    ("threw", "throw"),
+    ("thrown", "throw"),
+    ("brought", "bring"),
+    ("bound", "bind"),
+    ("held", "hold"),
+    ("found", "find"),
+    ("got", "get"),
+    ("gotten", "get"),
+    ("lost", "lose"),
+    ("paid", "pay"),
+    ("said", "say"),
+    ("told", "tell"),
+    ("knew", "know"),
+    ("known", "know"),
+    ("thought", "think"),
+    ("meant", "mean"),
+    ("spent", "spend"),
+    ("grew", "grow"),
+    ("grown", "grow"),
+    ("shrank", "shrink"),
+    ("shrunk", "shrink"),
+    ("understood", "understand"),
+    ("overrode", "override"),
+    ("overridden", "override"),
+    ("undid", "undo"),
+    ("undone", "undo"),
+    ("redid", "redo"),
+    ("redone", "redo"),
+    ("reran", "rerun"),
+    ("hid", "hide"),
+    ("hidden", "hide"),
+    ("indices", "index"),
+    ("matrices", "matrix"),
+    ("children", "child"),
+];
+
+fn has_vowel(s: &str) -> bool {
+    s.bytes()
+        .any(|b| matches!(b, b'a' | b'e' | b'i' | b'o' | b'u' | b'y'))
+}
+
+/// `pinn` → `pin`, `committ` → `commit`; `call`, `pass`, `buzz` and short stems (`add`) keep
+/// their double letter.
+fn undouble(s: &str) -> &str {
+    let b = s.as_bytes();
+    let n = b.len();
+    if n >= 4
+        && b[n - 1] == b[n - 2]
+        && !matches!(b[n - 1], b'l' | b's' | b'z')
+        && !has_vowel(&s[n - 1..])
+    {
+        &s[..n - 1]
+    } else {
+        s
+    }
+}
+
+/// `-ise`, `-ised`, `-iser(s)`, `-ises`, `-ising`, `-isation(s)` → the `-iz` spelling; `-izer(s)`
+/// and `-ization(s)` → `-iz` (a sanitiser sanitises); likewise `-yse` / `-yser` (analyse,
+/// analyser → analyz). At least three letters must precede the
+/// suffix, so `raise`, `noise` and `wise` are left alone.
+fn british_to_american(word: &str) -> String {
+    const ENDINGS: &[(&str, &str)] = &[
+        ("isations", "iz"),
+        ("izations", "iz"),
+        ("isation", "iz"),
+        ("ization", "iz"),
+        ("isers", "iz"),
+        ("izers", "iz"),
+        ("iser", "iz"),
+        ("izer", "iz"),
+        ("ising", "izing"),
+        ("ised", "ized"),
+        ("ises", "izes"),
+        ("ise", "ize"),
+        ("ysers", "yz"),
+        ("yzers", "yz"),
+        ("yser", "yz"),
+        ("yzer", "yz"),
+        ("ysing", "yzing"),
+        ("ysed", "yzed"),
+        ("yse", "yze"),
+    ];
+    for (from, to) in ENDINGS {
+        if let Some(rest) = word.strip_suffix(from)
+            && rest.len() >= 3
+        {
+            return format!("{rest}{to}");
+        }
+    }
+    word.to_owned()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tables
+
+/// Phrases (space-separated words, any inflection) → canonical concept. An empty concept drops
+/// the phrase. Longest phrase wins; phrases do not cross a clause boundary or an operator.
+///
+/// Kept to terms coding agents use interchangeably. Direction words share two concepts,
+/// `increase` and `decrease`, so that "bump the timeout", "raise the timeout" and "increase the
+/// timeout" agree (and "upgrade React" / "bump React" too); the guard then only needs one
+/// antonym pair for all of them.
+const PHRASES: &[(&str, &str)] = &[
+    // Abbreviations and spellings.
+    ("regular expression", "regex"),
+    ("regexp", "regex"),
+    ("regex", "regex"),
+    ("db", "database"),
+    ("database", "database"),
+    ("k8s", "kubernetes"),
+    ("kube", "kubernetes"),
+    ("env var", "envvar"),
+    ("env variable", "envvar"),
+    ("environment variable", "envvar"),
+    ("envvar", "envvar"),
+    ("deps", "dependency"),
+    ("dep", "dependency"),
+    ("dependency", "dependency"),
+    ("config", "config"),
+    ("configuration", "config"),
+    ("cfg", "config"),
+    ("conf", "config"),
+    ("repository", "repo"),
+    ("dir", "directory"),
+    ("folder", "directory"),
+    ("lib", "library"),
+    ("msg", "message"),
+    ("authentication", "auth"),
+    ("ctx", "context"),
+    ("garbage collector", "gc"),
+    ("garbage collection", "gc"),
+    ("node.js", "node"),
+    ("nodejs", "node"),
+    ("postgresql", "postgres"),
+    ("pg", "postgres"),
+    ("ts", "typescript"),
+    ("py", "python"),
+    ("continuous integration", "ci"),
+    ("mutex", "lock"),
+    ("time out", "timeout"),
+    ("time-out", "timeout"),
+    ("sign in", "login"),
+    ("log in", "login"),
+    ("logged in", "login"),
+    ("signed in", "login"),
+    ("set up", "setup"),
+    ("clean up", "cleanup"),
+    ("look up", "lookup"),
+    ("tear down", "teardown"),
+    ("shut down", "stop"),
+    ("spin up", "start"),
+    ("up to", "max"),
+    ("at most", "max"),
+    ("maximum", "max"),
+    ("minimum", "min"),
+    ("rerun", "retry"),
+    ("re-run", "retry"),
+    ("number of", "count"),
+    ("number", "count"),
+    ("count", "count"),
+    ("amount of", "count"),
+    ("out of", "outside"),
+    ("hard code", "hardcode"),
+    ("hard-code", "hardcode"),
+    ("hardcode", "hardcode"),
+    // Direction.
+    ("increase", "increase"),
+    ("raise", "increase"),
+    ("bump", "increase"),
+    ("bump up", "increase"),
+    ("upgrade", "increase"),
+    ("extend", "increase"),
+    ("lengthen", "increase"),
+    ("grow", "increase"),
+    ("enlarge", "increase"),
+    ("up", "increase"),
+    ("more", "increase"),
+    ("higher", "increase"),
+    ("larger", "increase"),
+    ("bigger", "increase"),
+    ("longer", "increase"),
+    ("decrease", "decrease"),
+    ("lower", "decrease"),
+    ("reduce", "decrease"),
+    ("shrink", "decrease"),
+    ("shorten", "decrease"),
+    ("downgrade", "decrease"),
+    ("down", "decrease"),
+    ("fewer", "decrease"),
+    ("less", "decrease"),
+    ("smaller", "decrease"),
+    ("shorter", "decrease"),
+    // Switches.
+    ("enable", "enable"),
+    ("activate", "enable"),
+    ("turn on", "enable"),
+    ("switch on", "enable"),
+    ("disable", "disable"),
+    ("deactivate", "disable"),
+    ("turn off", "disable"),
+    ("switch off", "disable"),
+    ("off", "disable"),
+    // Adding and removing.
+    ("add", "add"),
+    ("insert", "add"),
+    ("introduce", "add"),
+    ("create", "add"),
+    ("put", "add"),
+    ("append", "add"),
+    ("remove", "remove"),
+    ("delete", "remove"),
+    ("drop", "remove"),
+    ("rm", "remove"),
+    ("eliminate", "remove"),
+    ("get rid of", "remove"),
+    // Other verbs with common synonyms.
+    ("switch", "switch"),
+    ("switch to", "switch"),
+    ("migrate", "switch"),
+    ("change", "switch"),
+    ("convert", "switch"),
+    ("start", "start"),
+    ("begin", "start"),
+    ("launch", "start"),
+    ("boot", "start"),
+    ("stop", "stop"),
+    ("halt", "stop"),
+    ("run", "run"),
+    ("execute", "run"),
+    ("exec", "run"),
+    ("invoke", "run"),
+    ("retry", "retry"),
+    ("re-try", "retry"),
+    // Manner and quantity.
+    ("immediately", "immediately"),
+    ("right away", "immediately"),
+    ("straight away", "immediately"),
+    ("at once", "immediately"),
+    ("in one go", "immediately"),
+    ("instantly", "immediately"),
+    ("each", "each"),
+    ("every", "each"),
+    ("all", "each"),
+    ("serial", "serial"),
+    ("serially", "serial"),
+    ("sequential", "serial"),
+    ("sequentially", "serial"),
+    ("one at a time", "serial"),
+    ("in sequence", "serial"),
+    ("parallel", "parallel"),
+    ("in parallel", "parallel"),
+    ("concurrent", "parallel"),
+    ("concurrently", "parallel"),
+    ("asynchronous", "async"),
+    ("asynchronously", "async"),
+    ("synchronous", "sync"),
+    ("synchronously", "sync"),
+    ("no", "not"),
+    ("never", "not"),
+    // Units (also when cut from a number: 100ms, 60s, 2Gi).
+    ("ms", "ms"),
+    ("millisecond", "ms"),
+    ("msec", "ms"),
+    ("s", "s"),
+    ("sec", "s"),
+    ("secs", "s"),
+    ("second", "s"),
+    ("min", "min"),
+    ("mins", "min"),
+    ("minute", "min"),
+    ("h", "h"),
+    ("hr", "h"),
+    ("hrs", "h"),
+    ("hour", "h"),
+    ("d", "d"),
+    ("day", "d"),
+    ("kb", "kb"),
+    ("kib", "kb"),
+    ("ki", "kb"),
+    ("kilobyte", "kb"),
+    ("mb", "mb"),
+    ("mib", "mb"),
+    ("mi", "mb"),
+    ("megabyte", "mb"),
+    ("gb", "gb"),
+    ("gib", "gb"),
+    ("gi", "gb"),
+    ("gigabyte", "gb"),
+];
+
+/// Stop words: carry no strategy of their own. Tense and person markers (`I`, `we'll`, `tried`,
+/// `going`) are here so that "I tried mocking X" compares like "mock X". Negations (`not`,
+/// `without`) and order words (`before`, `after`) are *not* stop words.
+const STOP_WORDS: &[&str] = &[
+    "a",
+    "an",
+    "the",
+    "this",
+    "that",
+    "these",
+    "those",
+    "it",
+    "its",
+    "it's",
+    "i",
+    "we",
+    "you",
+    "they",
+    "me",
+    "us",
+    "our",
+    "my",
+    "your",
+    "their",
+    "i'll",
+    "we'll",
+    "you'll",
+    "i've",
+    "we've",
+    "i'm",
+    "we're",
+    "let's",
+    "i'd",
+    "we'd",
+    "will",
+    "would",
+    "should",
+    "shall",
+    "can",
+    "could",
+    "may",
+    "might",
+    "must",
+    "be",
+    "is",
+    "are",
+    "was",
+    "were",
+    "been",
+    "being",
+    "am",
+    "do",
+    "does",
+    "have",
+    "has",
+    "had",
+    "try",
+    "tried",
+    "trying",
+    "attempt",
+    "going",
+    "gonna",
+    "want",
+    "just",
+    "also",
+    "then",
+    "so",
+    "too",
+    "very",
+    "really",
+    "again",
+    "still",
+    "now",
+    "first",
+    "here",
+    "there",
+    "when",
+    "whenever",
+    "while",
+    "which",
+    "what",
+    "whether",
+    "of",
+    "to",
+    "in",
+    "on",
+    "at",
+    "by",
+    "for",
+    "with",
+    "into",
+    "onto",
+    "from",
+    "as",
+    "and",
+    "or",
+    "but",
+    "via",
+    "per",
+    "instead",
+    "rather",
+    "than",
+    "use",
+    "using",
+    "make",
+    "turn",
+    "only",
+    "some",
+    "any",
+    "version",
+    "that's",
+    "there's",
+    "if",
+    "how",
+    "way",
+    "something",
+    "thing",
+    "things",
+];
+
+/// Pairs of opposite concepts (after [`PHRASES`]; both orders match). `increase` / `decrease`
+/// covers raise, bump, upgrade, extend, up, more, higher… against lower, reduce, downgrade,
+/// shorten, down, fewer, less.
+pub(crate) const ANTONYMS: &[(&str, &str)] = &[
+    ("increase", "decrease"),
+    ("enable", "disable"),
+    ("on", "off"),
+    ("on", "disable"),
+    ("add", "remove"),
+    ("before", "after"),
+    ("with", "without"),
+    ("true", "false"),
+    ("yes", "not"),
+    ("allow", "deny"),
+    ("allow", "block"),
+    ("allow", "forbid"),
+    ("include", "exclude"),
+    ("start", "stop"),
+    ("open", "close"),
+    ("lock", "unlock"),
+    ("min", "max"),
+    ("first", "last"),
+    ("ascending", "descending"),
+    ("sync", "async"),
+    ("blocking", "nonblocking"),
+    ("serial", "parallel"),
+    ("implicit", "explicit"),
+    ("inside", "outside"),
+    ("internal", "external"),
+    ("public", "private"),
+    ("eager", "lazy"),
+    ("static", "dynamic"),
+    ("required", "optional"),
+    ("mutable", "immutable"),
+    ("strict", "lenient"),
+    ("strict", "loose"),
+    ("always", "not"),
+    ("parent", "child"),
+    ("share", "own"),
+    ("share", "separate"),
+    ("share", "dedicated"),
+    ("share", "isolate"),
+    ("global", "local"),
+    ("encode", "decode"),
+    ("encrypt", "decrypt"),
+    ("compress", "decompress"),
+    ("serialize", "deserialize"),
+    ("import", "export"),
+    ("show", "hide"),
+    ("accept", "reject"),
+    ("grant", "revoke"),
+    ("attach", "detach"),
+    ("mount", "unmount"),
+    ("subscribe", "unsubscribe"),
+    ("register", "unregister"),
+    ("register", "deregister"),
+    ("install", "uninstall"),
+    ("above", "below"),
+    ("inclusive", "exclusive"),
+    ("upper", "lower"),
+    ("push", "pull"),
+];
+
+/// Adjectives and adverbs of manner: a run holding one of these describes how, not what.
+pub(crate) const MODIFIERS: &[&str] = &[
+    "new",
+    "fresh",
+    "old",
+    "existing",
+    "current",
+    "whole",
+    "entire",
+    "full",
+    "small",
+    "big",
+    "large",
+    "custom",
+    "simple",
+    "single",
+    "separate",
+    "dedicated",
+    "own",
+    "random",
+    "proper",
+    "correct",
+    "manual",
+    "automatic",
+    "temporary",
+    "permanent",
+    "extra",
+    "additional",
+    "default",
+    "real",
+    "dummy",
+    "quick",
+    "fast",
+    "slow",
+    "better",
+    "different",
+    "same",
+    "other",
+    "another",
+    "hand",
+    "written",
+    "handwritten",
+    "global",
+    "local",
+    "immediately",
+    "each",
+    "first",
+    "last",
+    "every",
+    "all",
+    "more",
+    "less",
+    "explicit",
+    "implicit",
+    "static",
+    "dynamic",
+    "shared",
+    "common",
+    "generic",
+    "specific",
+    "right",
+    "wrong",
+    "properly",
+    "whole",
+    "instead",
+];
+
+/// The compiled tables: phrase keys and stop words in stemmed form.
+struct Tables {
+    /// Stemmed phrase, pieces joined by single spaces → concept.
+    phrases: HashMap<String, &'static str>,
+    /// Longest phrase, in pieces.
+    max_phrase: usize,
+    stop: HashSet<String>,
+}
+
+static TABLES: LazyLock<Tables> = LazyLock::new(|| {
+    let mut phrases = HashMap::new();
+    let mut max_phrase = 1;
+    for &(key, concept) in PHRASES {
+        let pieces: Vec<String> = key.split(' ').flat_map(pieces_of).collect();
+        max_phrase = max_phrase.max(pieces.len());
+        phrases.insert(pieces.join(" "), concept);
+    }
+    // Every concept is also reached from its own spelling (`node` → `node`, although the stem
+    // of `node` is `nod`).
+    for &(_, concept) in PHRASES {
+        let pieces: Vec<String> = concept.split(' ').flat_map(pieces_of).collect();
+        phrases.entry(pieces.join(" ")).or_insert(concept);
+    }
+    let stop = STOP_WORDS.iter().map(|w| stem(w)).collect();
+    Tables {
+        phrases,
+        max_phrase,
+        stop,
+    }
+});
+
+/// The canonical concept of a single word (`"regexes"` → `"regex"`, `"mocking"` → `"mock"`):
+/// its stem looked up in [`PHRASES`]. Used to compile the other word lists.
+pub(crate) fn canonical_word(word: &str) -> String {
+    let stemmed = stem(word);
+    match TABLES.phrases.get(&stemmed) {
+        Some(c) => (*c).to_owned(),
+        None => stemmed,
+    }
+}
+
+/// The pieces of one word of a table, split and stemmed as text is (`"re-run"` → `re run`), except
+/// that a word with a dot stays whole (`"node.js"`), as identifiers are looked up whole first.
+fn pieces_of(word: &str) -> Vec<String> {
+    if word.contains('.') {
+        vec![word.to_owned()]
+    } else {
+        split_word(word)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Analysis
+
+/// An item of the segmented text.
+enum Item<'a> {
+    Word(&'a str),
+    Op(Op),
+    Boundary,
+}
+
+/// Segments a normalised text into words, operators and boundaries (step 1).
+///
+/// `<` and `>` glued to a word (`Arc<Mutex<_>>`, `Vec<u8>`) are type brackets, not comparisons:
+/// comparisons in prose are written apart (`from < to <=`) or quoted (`` `<` ``).
+fn segment(normalised: &str) -> Vec<Item<'_>> {
+    let mut items = Vec::new();
+    let mut symbols = String::new();
+    // Whether the symbols in `symbols` follow a word directly (no whitespace between).
+    let mut glued_left = false;
+    let flush = |symbols: &mut String, items: &mut Vec<Item<'_>>, glued: bool| {
+        if !symbols.is_empty() {
+            parse_symbols(symbols, items, glued);
+            symbols.clear();
+        }
+    };
+    let mut after_word = false;
+    // Start of the last word, while it is `non` and what follows it is glued to it.
+    let mut non_at: Option<usize> = None;
+    for (at, seg) in normalised.split_word_bound_indices() {
+        if seg.chars().any(char::is_alphanumeric) {
+            // `non-root`, `non-blocking`: one word, so that it reads as the negation of `root`.
+            if let Some(start) = non_at.take()
+                && symbols == "-"
+                && matches!(items.last(), Some(Item::Word("non")))
+            {
+                symbols.clear();
+                items.pop();
+                items.push(Item::Word(&normalised[start..at + seg.len()]));
+                after_word = true;
+                continue;
+            }
+            // Symbols right before a word are glued to it.
+            let glued = glued_left || !symbols.is_empty();
+            flush(&mut symbols, &mut items, glued);
+            items.push(Item::Word(seg));
+            non_at = (seg == "non").then_some(at);
+            after_word = true;
+        } else if seg.chars().all(char::is_whitespace) {
+            flush(&mut symbols, &mut items, glued_left);
+            after_word = false;
+            non_at = None;
+        } else {
+            if symbols.is_empty() {
+                glued_left = after_word;
+            }
+            symbols.push_str(seg);
+            after_word = false;
+        }
+    }
+    flush(&mut symbols, &mut items, glued_left);
+    items
+}
+
+/// Operators and boundaries in a run of symbols and punctuation, longest match first. When the
+/// run touches a word (`glued`), lone `<` and `>` are brackets and skipped.
+fn parse_symbols(run: &str, items: &mut Vec<Item<'_>>, glued: bool) {
+    const OPS: &[(&str, Op)] = &[
+        ("<=", Op::Le),
+        (">=", Op::Ge),
+        ("==", Op::Eq),
+        ("!=", Op::Ne),
+        ("->", Op::Arrow),
+        ("=>", Op::Arrow),
+        ("→", Op::Arrow),
+        ("⇒", Op::Arrow),
+        ("≤", Op::Le),
+        ("≥", Op::Ge),
+        ("≠", Op::Ne),
+        ("<", Op::Lt),
+        (">", Op::Gt),
+        ("=", Op::Assign),
+    ];
+    let mut rest = run;
+    while let Some(c) = rest.chars().next() {
+        // `std::sync::Mutex`: a path, not a clause boundary.
+        if let Some(r) = rest.strip_prefix("::") {
+            rest = r;
+            continue;
+        }
+        if let Some(&(s, op)) = OPS.iter().find(|(s, _)| rest.starts_with(s)) {
+            if !(glued && matches!(op, Op::Lt | Op::Gt)) {
+                items.push(Item::Op(op));
+            }
+            rest = &rest[s.len()..];
+            continue;
+        }
+        if matches!(
+            c,
+            ',' | ';' | ':' | '(' | ')' | '[' | ']' | '{' | '}' | '—' | '–'
+        ) && !matches!(items.last(), Some(Item::Boundary))
+        {
+            items.push(Item::Boundary);
+        }
+        rest = &rest[c.len_utf8()..];
+    }
+}
+
+/// One piece of a word after splitting (step 2), before the phrase table.
+struct Sub {
+    /// Stemmed (alphabetic), or as written (numbers, other scripts).
+    text: String,
+    /// Index of the word it came from.
+    word: usize,
+}
+
+/// A word after step 2.
+struct Word {
+    /// Folded surface, possessive dropped.
+    surface: String,
+    /// An identifier: kept whole for the guard.
+    ident: bool,
+    /// The word resolved to a fixed term (contraction), bypassing the tables.
+    fixed: Option<&'static str>,
+}
+
+fn analyse(normalised: &str) -> (Vec<String>, Vec<Piece>) {
+    let tables = &*TABLES;
+    // Steps 1 and 2: words, then their pieces, clause by clause.
+    let mut words: Vec<Word> = Vec::new();
+    // Each element is a clause: words' pieces between boundaries / operators; operators and
+    // boundaries are kept as separators in `order`.
+    enum Slot {
+        Word(usize),
+        Op(Op),
+        Boundary,
+    }
+    let mut order: Vec<Slot> = Vec::new();
+    for item in segment(normalised) {
+        match item {
+            Item::Word(w) => {
+                let surface = strip_possessive(w);
+                let surface = match surface.strip_prefix("non-") {
+                    Some(rest) => format!("non{rest}"),
+                    None => surface.to_owned(),
+                };
+                let fixed = contraction(&surface);
+                let ident = fixed.is_none() && is_identifier(&surface);
+                words.push(Word {
+                    surface,
+                    ident,
+                    fixed,
+                });
+                order.push(Slot::Word(words.len() - 1));
+            }
+            Item::Op(op) => order.push(Slot::Op(op)),
+            Item::Boundary => order.push(Slot::Boundary),
+        }
+    }
+
+    // Steps 3 and 4: stems and phrases over each run of consecutive words; a phrase never
+    // crosses an identifier, an operator or a boundary.
+    // `produced[i]` = terms produced at word i (a phrase is attributed to its first word).
+    let mut produced: Vec<Vec<Term>> = (0..words.len()).map(|_| Vec::new()).collect();
+    let mut run: Vec<Sub> = Vec::new();
+    let flush = |run: &mut Vec<Sub>, produced: &mut Vec<Vec<Term>>, words: &[Word]| {
+        // The candidate phrase, pieces joined by spaces, as the table keys are.
+        let mut key = String::new();
+        let mut i = 0;
+        while i < run.len() {
+            let mut matched = false;
+            for len in (1..=tables.max_phrase.min(run.len() - i)).rev() {
+                key.clear();
+                for (k, sub) in run[i..i + len].iter().enumerate() {
+                    if k > 0 {
+                        key.push(' ');
+                    }
+                    key.push_str(&sub.text);
+                }
+                if let Some(&concept) = tables.phrases.get(key.as_str()) {
+                    if !concept.is_empty() {
+                        let surface = surface_of(&run[i..i + len], words);
+                        produced[run[i].word].push(Term {
+                            canon: concept.to_owned(),
+                            stop: false,
+                            surface,
+                        });
+                    }
+                    i += len;
+                    matched = true;
+                    break;
+                }
+            }
+            if !matched {
+                let s = &run[i];
+                produced[s.word].push(Term {
+                    stop: tables.stop.contains(&s.text),
+                    canon: s.text.clone(),
+                    surface: words[s.word].surface.clone(),
+                });
+                i += 1;
+            }
+        }
+        run.clear();
+    };
+    for slot in &order {
+        match *slot {
+            Slot::Word(i) => {
+                let w = &words[i];
+                if let Some(fixed) = w.fixed {
+                    flush(&mut run, &mut produced, &words);
+                    produced[i].push(Term {
+                        canon: fixed.to_owned(),
+                        stop: fixed.is_empty(),
+                        surface: w.surface.clone(),
+                    });
+                } else if w.ident {
+                    // Looked up whole first (`node.js`), else piece by piece, alone.
+                    flush(&mut run, &mut produced, &words);
+                    if let Some(&concept) = tables.phrases.get(&w.surface) {
+                        produced[i].push(Term {
+                            canon: concept.to_owned(),
+                            stop: false,
+                            surface: w.surface.clone(),
+                        });
+                    } else {
+                        for text in split_word(&w.surface) {
+                            run.push(Sub { text, word: i });
+                        }
+                        flush(&mut run, &mut produced, &words);
+                    }
+                } else {
+                    for text in split_word(&w.surface) {
+                        run.push(Sub { text, word: i });
+                    }
+                }
+            }
+            Slot::Op(_) | Slot::Boundary => flush(&mut run, &mut produced, &words),
+        }
+    }
+    flush(&mut run, &mut produced, &words);
+
+    // Step 5: assemble the similarity terms and the guard's pieces.
+    let mut terms = Vec::new();
+    let mut pieces = Vec::new();
+    for slot in order {
+        match slot {
+            Slot::Word(i) => {
+                let w = &words[i];
+                for t in &produced[i] {
+                    if !t.stop && !t.canon.is_empty() {
+                        terms.push(t.canon.clone());
+                    }
+                }
+                if w.ident && produced[i].len() > 1 {
+                    // The guard compares identifiers whole.
+                    pieces.push(Piece::Term(Term {
+                        canon: w.surface.clone(),
+                        surface: w.surface.clone(),
+                        stop: false,
+                    }));
+                } else {
+                    pieces.extend(
+                        produced[i]
+                            .iter()
+                            .filter(|t| !t.canon.is_empty())
+                            .cloned()
+                            .map(Piece::Term),
+                    );
+                }
+            }
+            Slot::Op(op) => {
+                if op.is_comparison() {
+                    terms.push(op.as_str().to_owned());
+                }
+                pieces.push(Piece::Op(op));
+            }
+            Slot::Boundary => {
+                if !matches!(pieces.last(), Some(Piece::Boundary) | None) {
+                    pieces.push(Piece::Boundary);
+                }
+            }
+        }
+    }
+    (terms, pieces)
+}
+
+/// The surfaces of the words a phrase spans, joined by spaces.
+fn surface_of(subs: &[Sub], words: &[Word]) -> String {
+    let mut out = String::new();
+    let mut last = usize::MAX;
+    for s in subs {
+        if s.word != last {
+            if !out.is_empty() {
+                out.push(' ');
+            }
+            out.push_str(&words[s.word].surface);
+            last = s.word;
+        }
+    }
+    out
+}
+
+/// `"jvm's"` → `"jvm"`; also the typographic apostrophe.
+fn strip_possessive(word: &str) -> &str {
+    word.strip_suffix("'s")
+        .or_else(|| word.strip_suffix("’s"))
+        .unwrap_or(word)
+}
+
+/// Negative contractions → `not`; pronoun contractions → a stop word (`""` = stop).
+fn contraction(word: &str) -> Option<&'static str> {
+    let w = word.replace('’', "'");
+    if w.ends_with("n't") {
+        return Some("not");
+    }
+    match w.as_str() {
+        "i'll" | "we'll" | "you'll" | "i've" | "we've" | "i'm" | "we're" | "let's" | "i'd"
+        | "we'd" | "it's" | "that's" | "there's" => Some(""),
+        _ => None,
+    }
+}
+
+/// An identifier: letters or digits joined by inner `.`, `_`, `/` or `:` (`orders.customer_id`,
+/// `max.poll.records`, `std::sync`), but not a version number (`1.26`, `0.11.2`).
+fn is_identifier(word: &str) -> bool {
+    word.contains(['.', '_', '/', ':']) && !is_version(word.strip_prefix('v').unwrap_or(word))
+}
+
+/// Digits separated by dots: `1.26`, `0.11.2`, `3`.
+fn is_version(s: &str) -> bool {
+    !s.is_empty()
+        && s.split('.')
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// The pieces of a word (step 2), stemmed (step 3).
+///
+/// Cuts at every character that is not a letter or digit, except a `.` between digits (versions
+/// stay whole). A piece of digits followed by letters is cut into number and unit (`100ms` →
+/// `100 ms`, `2gi` → `2 gi`), and `v` before a version is dropped (`v1.2` → `1.2`); a piece
+/// mixing letters and digits otherwise stays whole (`i64`, `g1`, `html5lib`, `s3`).
+fn split_word(word: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let chars: Vec<char> = word.chars().collect();
+    let mut start = 0;
+    let mut i = 0;
+    let push = |piece: String, out: &mut Vec<String>| {
+        if !piece.is_empty() {
+            out.extend(split_number_unit(&piece));
+        }
+    };
+    while i < chars.len() {
+        let c = chars[i];
+        let keep = c.is_alphanumeric()
+            || (c == '.'
+                && i > start
+                && chars[i - 1].is_ascii_digit()
+                && chars.get(i + 1).is_some_and(char::is_ascii_digit));
+        if !keep {
+            push(chars[start..i].iter().collect(), &mut out);
+            start = i + 1;
+        }
+        i += 1;
+    }
+    push(chars[start..].iter().collect(), &mut out);
+    out
+}
+
+/// Number words, read before stemming (the stem of `one` would be the preposition `on`).
+const NUMBER_WORDS: &[(&str, &str)] = &[
+    ("zero", "0"),
+    ("one", "1"),
+    ("single", "1"),
+    ("two", "2"),
+    ("three", "3"),
+    ("four", "4"),
+    ("five", "5"),
+    ("six", "6"),
+    ("seven", "7"),
+    ("eight", "8"),
+    ("nine", "9"),
+    ("ten", "10"),
+    ("twelve", "12"),
+    ("twenty", "20"),
+    ("hundred", "100"),
+    ("thousand", "1000"),
+];
+
+/// `100ms` → `["100", "ms"]`, `v18` → `["18"]`, `2.0` → `["2.0"]`, `retries` → `["retry"]`,
+/// `two` → `["2"]`.
+fn split_number_unit(piece: &str) -> Vec<String> {
+    if let Some(&(_, n)) = NUMBER_WORDS.iter().find(|(w, _)| *w == piece) {
+        return vec![n.to_owned()];
+    }
+    let version = piece.strip_prefix('v').filter(|r| is_version(r));
+    if let Some(v) = version {
+        return vec![v.to_owned()];
+    }
+    let digits = piece
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(piece.len());
+    if digits > 0 && digits < piece.len() && is_version(&piece[..digits]) {
+        let unit = &piece[digits..];
+        if unit.bytes().all(|b| b.is_ascii_lowercase()) {
+            return vec![piece[..digits].to_owned(), stem(unit)];
+        }
+    }
+    if piece.chars().any(|c| c.is_alphabetic()) && !piece.chars().any(|c| c.is_ascii_digit()) {
+        vec![stem(piece)]
+    } else {
+        vec![piece.to_owned()]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stem_table() {
+        // (word, stem): inflected forms of one word share a stem.
+        let cases: &[(&str, &str)] = &[
+            ("mock", "mock"),
+            ("mocking", "mock"),
+            ("mocked", "mock"),
+            ("mocks", "mock"),
+            ("cache", "cach"),
+            ("caching", "cach"),
+            ("cached", "cach"),
+            ("caches", "cach"),
+            ("use", "us"),
+            ("used", "us"),
+            ("using", "us"),
+            ("uses", "us"),
+            ("retry", "retry"),
+            ("retries", "retry"),
+            ("retried", "retry"),
+            ("retrying", "retry"),
+            ("pin", "pin"),
+            ("pinned", "pin"),
+            ("pinning", "pin"),
+            ("add", "add"),
+            ("added", "add"),
+            ("adding", "add"),
+            ("call", "call"),
+            ("called", "call"),
+            ("commit", "commit"),
+            ("committed", "commit"),
+            ("committing", "commit"),
+            ("pass", "pass"),
+            ("passed", "pass"),
+            ("class", "class"),
+            ("analysis", "analysis"),
+            ("status", "status"),
+            ("index", "index"),
+            ("indexes", "index"),
+            ("held", "hold"),
+            ("analyse", "analyz"),
+            ("analyser", "analyz"),
+            ("analyzer", "analyz"),
+            ("indices", "index"),
+            ("dependencies", "dependency"),
+            ("parameterised", "parameteriz"),
+            ("parameterized", "parameteriz"),
+            ("sanitiser", "sanitiz"),
+            ("sanitize", "sanitiz"),
+            ("sanitised", "sanitiz"),
+            ("raise", "rais"),
+            ("raised", "rais"),
+            ("serially", "serial"),
+            ("manually", "manual"),
+            ("explicitly", "explicit"),
+            ("lazily", "lazy"),
+            ("froze", "freez"),
+            ("freeze", "freez"),
+            ("string", "string"),
+            ("thing", "thing"),
+            ("need", "need"),
+            ("agreed", "agree"),
+            ("agree", "agree"),
+            ("built", "build"),
+            ("building", "build"),
+            // Not stemmed: short, digits, identifiers, other scripts.
+            ("js", "js"),
+            ("i64", "i64"),
+            ("k8s", "k8s"),
+            ("数据库", "数据库"),
+        ];
+        for &(word, want) in cases {
+            assert_eq!(stem(word), want, "stem({word:?})");
+        }
+    }
+
+    fn terms(s: &str) -> Vec<String> {
+        LexicalText::new(s).terms().to_vec()
+    }
+
+    #[test]
+    fn terms_table() {
+        let cases: &[(&str, &str)] = &[
+            ("Parse the HTML with regular expressions", "pars html regex"),
+            ("I tried parsing the HTML with regexes", "pars html regex"),
+            ("Mock the DB layer", "mock database layer"),
+            (
+                "bump the k8s memory limit to 2Gi",
+                "increase kubernetes memory limit 2 gb",
+            ),
+            ("set the DATABASE_URL env var", "set database url envvar"),
+            ("Sleep 100ms", "sleep 100 ms"),
+            ("sleep 100 milliseconds", "sleep 100 ms"),
+            ("upgrade React to v18", "increase react 18"),
+            ("Turn off strictNullChecks", "disable strictnullcheck"),
+            ("I turned strictNullChecks off", "strictnullcheck disable"),
+            ("We'll retry right away", "retry immediately"),
+            ("Don't retry", "not retry"),
+            (
+                "Change the loop condition from < to <=",
+                "switch loop condition < <=",
+            ),
+            (
+                "Add an index on orders.customer_id",
+                "add index order customer id",
+            ),
+            (
+                "Disable the JVM's container support flag",
+                "disable jvm container support flag",
+            ),
+            ("Pin Node.js to version 18", "pin node 18"),
+            (
+                "run the integration tests sequentially",
+                "run integration test serial",
+            ),
+            (
+                "Run the integration tests in parallel",
+                "run integration test parallel",
+            ),
+            ("", ""),
+        ];
+        for &(input, want) in cases {
+            assert_eq!(terms(input).join(" "), want, "terms({input:?})");
+        }
+    }
+
+    #[test]
+    fn pieces_keep_identifiers_operators_and_stop_words() {
+        let t = LexicalText::new("Add an index on orders.customer_id, then < → <=");
+        let shown: Vec<String> = t
+            .pieces()
+            .iter()
+            .map(|p| match p {
+                Piece::Term(t) if t.stop => format!("({})", t.canon),
+                Piece::Term(t) => t.canon.clone(),
+                Piece::Op(op) => op.as_str().to_owned(),
+                Piece::Boundary => "|".to_owned(),
+            })
+            .collect();
+        assert_eq!(
+            shown.join(" "),
+            "add (an) index (on) orders.customer_id | (then) < → <="
+        );
+    }
+}
