@@ -6,9 +6,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::{ArgumentCode, Failure, Flag, LessonOut, Reply};
+use crate::service::lessons::matching::{Decision, LEXICAL_THRESHOLD, decide_lexical};
 use crate::service::lessons::{
-    MAX_ID_CHARS, MAX_STRATEGY_CHARS, MatchType, RELATED_LESSONS, TaskKey, best_match_tokens,
-    proposal, query_terms,
+    MAX_ID_CHARS, MAX_STRATEGY_CHARS, MatchType, RELATED_LESSONS, TaskKey, proposal, query_terms,
 };
 use crate::store::StoreError;
 use crate::store::lessons as lesson_store;
@@ -49,6 +49,8 @@ impl Validate for CheckInput {}
 pub struct Checked {
     /// True when an active lesson of this task matches the strategy: it failed before.
     pub blacklisted: bool,
+    /// Which matcher decided a `similar` match.
+    pub matcher: Matcher,
     /// When blacklisted: the lesson that matched (what failed and why).
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(with = "LessonOut")]
@@ -64,10 +66,77 @@ pub struct Checked {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(with = "f64", range(min = 0, max = 1))]
     pub score: Option<f64>,
+    /// When not blacklisted: the task's lesson closest to the strategy and its similarity score
+    /// (0 to 1), for you to judge. Absent when the task has no active lesson.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Closest")]
+    pub closest: Option<Closest>,
+    /// Lessons that scored as similar but that reverse the strategy or change its target (for
+    /// example "increase the timeout" against a lesson "decrease the timeout"): not blacklisted,
+    /// but read them before you start. Absent when there are none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub near_misses: Vec<NearMissOut>,
     /// With `include_related`: lessons of other tasks, most relevant first. Advisory only.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Vec<Related>")]
     pub related_lessons: Option<Vec<Related>>,
+}
+
+/// The matcher behind a `similar` verdict.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Matcher {
+    /// `embedding` (a local sentence-embedding model; cosine similarity) or `lexical` (word
+    /// stems, stop words and coding synonyms; used when no model is loaded).
+    pub kind: MatcherKind,
+    /// The embedding model, for `kind: embedding`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The similarity at or above which a strategy counts as the same as a lesson's.
+    pub threshold: f64,
+}
+
+impl Default for Matcher {
+    fn default() -> Self {
+        Matcher {
+            kind: MatcherKind::Lexical,
+            model: None,
+            threshold: LEXICAL_THRESHOLD,
+        }
+    }
+}
+
+/// Which matcher.
+#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum MatcherKind {
+    /// A local sentence-embedding model.
+    Embedding,
+    /// Word-level similarity, without a model.
+    Lexical,
+}
+
+/// The lesson closest to a strategy that was not blacklisted.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Closest {
+    /// The lesson.
+    pub lesson: LessonOut,
+    /// Its similarity to the strategy, 0 to 1.
+    #[schemars(range(min = 0, max = 1))]
+    pub score: f64,
+}
+
+/// A lesson that scored as similar but that the guard let through.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct NearMissOut {
+    /// The lesson.
+    pub lesson: LessonOut,
+    /// Its similarity to the strategy, 0 to 1.
+    #[schemars(range(min = 0, max = 1))]
+    pub score: f64,
+    /// `reversal`, `swapped_order`, `changed_number` or `changed_target`.
+    pub reason: String,
+    /// What differs, e.g. "reversal: increase vs decrease".
+    pub explanation: String,
 }
 
 /// A lesson of another task that shares words with the strategy.
@@ -92,12 +161,15 @@ impl ToolDef for CheckStrategyBlacklist {
             "Before you start a strategy on a task, check whether it already failed there: pass \
              the task id and the strategy in one sentence. blacklisted: true means an active \
              lesson of this task matches it (the same strategy, one containing or contained in \
-             it, or a close rewording; match_type and score say which): do not retry it; read \
-             lesson.rca_summary for why it failed and choose another approach. If you are sure \
-             the lesson no longer applies, deactivate it with set_lesson_active. blacklisted: \
-             false means no lesson of this task matches. include_related: true also returns up \
-             to {RELATED_LESSONS} lessons of other tasks with words in common; they are advice \
-             only and never blacklist."
+             it, or the same approach in other words; match_type and score say which): do not \
+             retry it; read lesson.rca_summary for why it failed and choose another approach. \
+             If you are sure the lesson no longer applies, deactivate it with set_lesson_active. \
+             blacklisted: false means no lesson of this task matches; closest shows the nearest \
+             lesson and its score, and near_misses lists lessons that look alike but reverse \
+             your strategy or change its target (e.g. increase vs decrease a timeout): read \
+             them, then decide. include_related: true also returns up to {RELATED_LESSONS} \
+             lessons of other tasks with words in common; they are advice only and never \
+             blacklist."
         )
     }
     const ANNOTATIONS: Annotations = Annotations {
@@ -120,22 +192,20 @@ impl ReadTool for CheckStrategyBlacklist {
             return Ok(Reply::done(Checked::default()));
         };
         let key = TaskKey::of(input.task_id.as_str());
-        // Only the task's active strategies are read; the whole lesson only for the match.
+        // Only the task's active strategies are read; whole lessons only for the answer.
         let candidates = lesson_store::active_strategies(ctx.db, &key)?;
         let tokenised = candidates
             .iter()
             .map(|c| Ok((c.normalised.as_str(), c.tokens()?)))
             .collect::<Result<Vec<_>, StoreError>>()?;
-        let mut out = Checked::default();
-        if let Some((i, matched)) = best_match_tokens(&proposal, tokenised) {
-            let lesson = lesson_store::get_by_seq(ctx.db, candidates[i].seq)?.ok_or_else(|| {
+        let decision = decide_lexical(&proposal, tokenised);
+        let lesson = |i: usize| -> Result<LessonOut, ToolError> {
+            let l = lesson_store::get_by_seq(ctx.db, candidates[i].seq)?.ok_or_else(|| {
                 ToolError::Internal("a matched lesson vanished inside its transaction".into())
             })?;
-            out.blacklisted = true;
-            out.lesson = Some((&lesson).into());
-            out.match_type = Some(OneOf(matched.match_type));
-            out.score = Some(matched.score);
-        }
+            Ok((&l).into())
+        };
+        let mut out = verdict(&decision, lesson)?;
         if input.include_related == Some(true) {
             let terms = query_terms(&input.strategy.0, MAX_QUERY_TERMS);
             let related = lesson_store::related(ctx.db, &key, &terms, RELATED_LESSONS)?;
@@ -152,4 +222,32 @@ impl ReadTool for CheckStrategyBlacklist {
         }
         Ok(Reply::done(out))
     }
+}
+
+/// The answer's verdict from a decision, with `lesson(i)` reading the `i`-th candidate.
+fn verdict(
+    d: &Decision,
+    lesson: impl Fn(usize) -> Result<LessonOut, ToolError>,
+) -> Result<Checked, ToolError> {
+    let mut out = Checked::default();
+    if let Some((i, matched)) = d.blocked {
+        out.blacklisted = true;
+        out.lesson = Some(lesson(i)?);
+        out.match_type = Some(OneOf(matched.match_type));
+        out.score = Some(matched.score);
+    } else if let Some((i, score)) = d.best {
+        out.closest = Some(Closest {
+            lesson: lesson(i)?,
+            score,
+        });
+    }
+    for nm in &d.near_misses {
+        out.near_misses.push(NearMissOut {
+            lesson: lesson(nm.index)?,
+            score: nm.score,
+            reason: nm.reason.wire_name().to_string(),
+            explanation: nm.reason.to_string(),
+        });
+    }
+    Ok(out)
 }

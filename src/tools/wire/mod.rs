@@ -152,6 +152,9 @@ fn explain(e: serde_path_to_error::Error<serde_json::Error>) -> ToolError {
     }
     if what.contains(FIELD) {
         ToolError::invalid(format!("{pre}{}", what.replace(FIELD, &field)))
+    } else if what.starts_with("Invalid ") {
+        // A value type's own sentence that already names what is invalid (`OneOf` with a noun).
+        ToolError::invalid(format!("{pre}{what}"))
     } else if what.starts_with("is required") {
         ToolError::invalid(format!("{pre}missing required field '{field}' (got null)"))
     } else {
