@@ -10,7 +10,7 @@ claude_pkg="@anthropic-ai/claude-code@2.1.330"
 bin="$(realpath "$1")"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-mkdir -p "$work/npm" "$work/home" "$work/project"
+mkdir -p "$work/npm" "$work/home" "$work/project" "$work/tmp"
 passed=0
 failed=0
 check() { # name, command…
@@ -36,10 +36,10 @@ claude_bin="$work/npm/node_modules/.bin/claude"
 
 # Claude Code runs with nothing of the caller's environment but PATH: no API key, no config dir, no
 # session variables of an outer Claude Code; the throwaway HOME holds all it writes (~/.claude.json
-# with the project's servers). The switches turn off the auto-updater, telemetry, error reporting
+# with the project's servers) and TMPDIR its temporary files (else /tmp/claude-UID/…, left behind). The switches turn off the auto-updater, telemetry, error reporting
 # and other non-essential traffic. MCP_TIMEOUT bounds the health check of each server.
 claude() {
-  (cd "$work/project" && timeout 90 env -i PATH="$PATH" HOME="$work/home" LANG=C.UTF-8 TERM=dumb NO_COLOR=1 CI=true \
+  (cd "$work/project" && timeout 90 env -i PATH="$PATH" HOME="$work/home" TMPDIR="$work/tmp" CLAUDE_CODE_TMPDIR="$work/tmp" LANG=C.UTF-8 TERM=dumb NO_COLOR=1 CI=true \
     DISABLE_AUTOUPDATER=1 DISABLE_UPDATES=1 CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 \
     DISABLE_TELEMETRY=1 DISABLE_ERROR_REPORTING=1 MCP_TIMEOUT=20000 \
     "$claude_bin" "$@")
