@@ -1,9 +1,9 @@
 //! Evaluation of blacklist matchers on the development set `tests/data/blacklist_pairs.jsonl`
-//! (format and kinds: `tests/data/README.md`). Test-only.
+//! (format and kinds: `tests/data/README.md`), over the crate's public matching API.
 //!
 //! A matcher is a scoring function `(lesson, proposal) -> f64` on raw strategies (the lexical
 //! similarity, or later the cosine of sentence embeddings), a threshold, and optionally the
-//! guard. It decides as [`super::matching::decide`] does: a proposal is blacklisted when it
+//! guard. It decides as `matching::decide` does: a proposal is blacklisted when it
 //! matches a lesson of its task structurally (exact, contains, contained in), or when some lesson
 //! scores at least the threshold and the guard (if any) lets it count. Each pair therefore reduces
 //! to `structural` and `effective` = the highest score among the lessons the guard does not
@@ -15,14 +15,10 @@
 //! threshold is then chosen the same way on all pairs. Candidate thresholds are the midpoints
 //! between consecutive distinct effective scores; ties in F1 go to the higher threshold.
 //!
-//! The data is compiled in (`include_str!`), so `service/` still does no I/O; JSON is parsed
-//! here, in test code only.
-//!
-//! To measure another scorer, e.g. the cosine of L2-normalised sentence embeddings, from any
-//! test in the crate:
+//! To measure another scorer, e.g. the cosine of L2-normalised sentence embeddings, add a test
+//! here:
 //!
 //! ```text
-//! use crate::service::lessons::eval::{dev_set, score_pairs, cross_validate, table};
 //! let pairs = dev_set();
 //! let cosine = |l: &str, p: &str| dot(&embed(l), &embed(p));       // Fn(&str, &str) -> f64
 //! let guard = |l: &str, p: &str| guard::check(&LexicalText::new(l), &LexicalText::new(p));
@@ -35,19 +31,19 @@ use std::fmt::Write as _;
 
 use serde::Deserialize;
 
-use super::guard::GuardReason;
-use super::matching::{Candidate, decide};
-use super::text::{normalise_strategy, word_tokens};
+use meta_utl_mcp::service::lessons::guard::GuardReason;
+use meta_utl_mcp::service::lessons::matching::{Candidate, decide};
+use meta_utl_mcp::service::lessons::text::{normalise_strategy, word_tokens};
 
 /// The development set: thresholds are chosen on it.
-const DEV_SET: &str = include_str!("../../../tests/data/blacklist_pairs.jsonl");
+const DEV_SET: &str = include_str!("data/blacklist_pairs.jsonl");
 /// The fresh set: never tuned on (see `tests/data/README.md`).
-const FRESH_SET: &str = include_str!("../../../tests/data/blacklist_pairs_fresh.jsonl");
+const FRESH_SET: &str = include_str!("data/blacklist_pairs_fresh.jsonl");
 
 /// What kind of pair (see `tests/data/README.md`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub(crate) enum Kind {
+enum Kind {
     Verbatim,
     Inflection,
     Synonym,
@@ -63,7 +59,7 @@ pub(crate) enum Kind {
 }
 
 impl Kind {
-    pub(crate) const ALL: [Kind; 12] = [
+    const ALL: [Kind; 12] = [
         Kind::Verbatim,
         Kind::Inflection,
         Kind::Synonym,
@@ -96,12 +92,12 @@ impl Kind {
     }
 
     /// Labelled `same`.
-    pub(crate) fn is_positive(self) -> bool {
+    fn is_positive(self) -> bool {
         self < Kind::Reversal
     }
 
     /// A hard negative: shares almost every word with its lesson.
-    pub(crate) fn is_hard_negative(self) -> bool {
+    fn is_hard_negative(self) -> bool {
         matches!(
             self,
             Kind::Reversal | Kind::ChangedTarget | Kind::ChangedVersionNumber
@@ -128,7 +124,7 @@ struct Record {
 
 /// One labelled pair; `lessons` are all lessons of its task (raw), in order of first appearance.
 #[derive(Debug, Clone)]
-pub(crate) struct Pair {
+struct Pair {
     pub task: usize,
     pub lesson: String,
     pub lessons: Vec<String>,
@@ -138,12 +134,12 @@ pub(crate) struct Pair {
 }
 
 /// The development set, checked: labels agree with kinds, each task has 1–4 lessons.
-pub(crate) fn dev_set() -> Vec<Pair> {
+fn dev_set() -> Vec<Pair> {
     load("blacklist_pairs.jsonl", DEV_SET)
 }
 
 /// The fresh set, checked likewise.
-pub(crate) fn fresh_set() -> Vec<Pair> {
+fn fresh_set() -> Vec<Pair> {
     load("blacklist_pairs_fresh.jsonl", FRESH_SET)
 }
 
@@ -194,7 +190,7 @@ fn load(name: &str, jsonl: &str) -> Vec<Pair> {
 
 /// A pair reduced to what a threshold decides on.
 #[derive(Debug, Clone)]
-pub(crate) struct Scored {
+struct Scored {
     pub task: usize,
     pub same: bool,
     pub kind: Kind,
@@ -209,7 +205,7 @@ pub(crate) struct Scored {
 }
 
 impl Scored {
-    pub(crate) fn blocked(&self, threshold: f64) -> bool {
+    fn blocked(&self, threshold: f64) -> bool {
         self.structural || self.effective >= threshold
     }
 
@@ -220,16 +216,12 @@ impl Scored {
 }
 
 /// A scoring function on raw lesson and proposal.
-pub(crate) type ScoreFn<'a> = &'a dyn Fn(&str, &str) -> f64;
+type ScoreFn<'a> = &'a dyn Fn(&str, &str) -> f64;
 /// A guard on raw lesson and proposal.
-pub(crate) type GuardFn<'a> = &'a dyn Fn(&str, &str) -> Option<GuardReason>;
+type GuardFn<'a> = &'a dyn Fn(&str, &str) -> Option<GuardReason>;
 
 /// Scores every pair against every lesson of its task.
-pub(crate) fn score_pairs(
-    pairs: &[Pair],
-    score: ScoreFn<'_>,
-    guard: Option<GuardFn<'_>>,
-) -> Vec<Scored> {
+fn score_pairs(pairs: &[Pair], score: ScoreFn<'_>, guard: Option<GuardFn<'_>>) -> Vec<Scored> {
     pairs
         .iter()
         .map(|p| {
@@ -273,7 +265,7 @@ pub(crate) fn score_pairs(
 
 /// Confusion counts.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct Counts {
+struct Counts {
     pub tp: usize,
     pub fp: usize,
     pub fn_: usize,
@@ -289,26 +281,26 @@ impl Counts {
             (false, false) => self.tn += 1,
         }
     }
-    pub(crate) fn n(&self) -> usize {
+    fn n(&self) -> usize {
         self.tp + self.fp + self.fn_ + self.tn
     }
     /// `None` when nothing was blocked.
-    pub(crate) fn precision(&self) -> Option<f64> {
+    fn precision(&self) -> Option<f64> {
         let d = self.tp + self.fp;
         (d > 0).then(|| self.tp as f64 / d as f64)
     }
     /// `None` when there are no positives.
-    pub(crate) fn recall(&self) -> Option<f64> {
+    fn recall(&self) -> Option<f64> {
         let d = self.tp + self.fn_;
         (d > 0).then(|| self.tp as f64 / d as f64)
     }
     /// 2·TP / (2·TP + FP + FN); `None` when there are no positives and nothing was blocked.
-    pub(crate) fn f1(&self) -> Option<f64> {
+    fn f1(&self) -> Option<f64> {
         let d = 2 * self.tp + self.fp + self.fn_;
         (d > 0).then(|| 2.0 * self.tp as f64 / d as f64)
     }
     /// Fraction of negatives not blocked; `None` without negatives.
-    pub(crate) fn let_through(&self) -> Option<f64> {
+    fn let_through(&self) -> Option<f64> {
         let d = self.fp + self.tn;
         (d > 0).then(|| self.tn as f64 / d as f64)
     }
@@ -316,7 +308,7 @@ impl Counts {
 
 /// Decisions of a matcher on a set of pairs, by kind.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Report {
+struct Report {
     pub overall: Counts,
     pub by_kind: HashMap<Kind, Counts>,
     pub hard_negatives: Counts,
@@ -344,17 +336,17 @@ impl Report {
     }
 
     /// Hard negatives answered not blacklisted.
-    pub(crate) fn hard_let_through(&self) -> f64 {
+    fn hard_let_through(&self) -> f64 {
         self.hard_negatives.let_through().unwrap_or(1.0)
     }
 
-    pub(crate) fn f1(&self) -> f64 {
+    fn f1(&self) -> f64 {
         self.overall.f1().unwrap_or(0.0)
     }
 }
 
 /// The report of `threshold` on `scored`.
-pub(crate) fn evaluate(scored: &[Scored], threshold: f64) -> Report {
+fn evaluate(scored: &[Scored], threshold: f64) -> Report {
     let mut r = Report::default();
     for s in scored {
         r.add(s, threshold);
@@ -363,7 +355,7 @@ pub(crate) fn evaluate(scored: &[Scored], threshold: f64) -> Report {
 }
 
 /// The threshold maximising F1 on `scored` (ties: the higher threshold).
-pub(crate) fn choose_threshold(scored: &[&Scored]) -> f64 {
+fn choose_threshold(scored: &[&Scored]) -> f64 {
     let mut values: Vec<f64> = scored
         .iter()
         .filter(|s| !s.structural && s.effective.is_finite())
@@ -395,7 +387,7 @@ pub(crate) fn choose_threshold(scored: &[&Scored]) -> f64 {
 
 /// Result of [`cross_validate`].
 #[derive(Debug, Clone)]
-pub(crate) struct CrossValidation {
+struct CrossValidation {
     /// Pooled held-out decisions.
     pub held_out: Report,
     /// The threshold chosen on the training folds of each fold.
@@ -407,7 +399,7 @@ pub(crate) struct CrossValidation {
 }
 
 /// k-fold cross-validation over tasks (see the module documentation).
-pub(crate) fn cross_validate(scored: &[Scored], k: usize) -> CrossValidation {
+fn cross_validate(scored: &[Scored], k: usize) -> CrossValidation {
     let mut held_out = Report::default();
     let mut fold_thresholds = Vec::new();
     for fold in 0..k {
@@ -433,7 +425,7 @@ fn fmt_opt(v: Option<f64>) -> String {
 }
 
 /// The table: overall, hard negatives, then one row per kind.
-pub(crate) fn table(title: &str, r: &Report) -> String {
+fn table(title: &str, r: &Report) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{title}");
     let _ = writeln!(
@@ -472,9 +464,9 @@ pub(crate) fn table(title: &str, r: &Report) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::service::lessons::guard;
-    use crate::service::lessons::lexical::LexicalText;
-    use crate::service::lessons::matching::{
+    use meta_utl_mcp::service::lessons::guard;
+    use meta_utl_mcp::service::lessons::lexical::LexicalText;
+    use meta_utl_mcp::service::lessons::matching::{
         LEXICAL_THRESHOLD, decide_lexical, dice_coefficient, lexical_similarity,
     };
 
