@@ -32,6 +32,7 @@ use crate::service::meta::{
     ResetScope,
 };
 use crate::service::vocab::{Domain, Lambdas};
+use crate::store::directives::SERVER_ACTOR;
 use crate::store::directives::{self, Directive, InterventionType};
 use crate::store::meta::{self as meta_store, Windows};
 
@@ -43,9 +44,6 @@ pub const TOOLS: &[Tool] = &[
     Tool::read::<GetMetaLearningLog>(),
     Tool::write::<ResetMetaLearning>(),
 ];
-
-/// The actor of directive-history entries the server writes itself (human escalations).
-pub const SERVER_ACTOR: &str = "meta-utl-mcp";
 
 /// A [`Domain`] as the meta-learning tools spell it: accepted in any ASCII case, answered in
 /// lowercase ([`Domain::as_str`]). A newtype because the ATC tools answer the same domains
