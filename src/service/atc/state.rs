@@ -13,7 +13,9 @@ use super::bandit::{Selection, ThompsonBandit};
 use super::drift::{DEFAULT_ALPHA, DriftTracker, recommended_levels};
 use super::level4::{self, Level4Error, ThetaOptimum};
 use super::metrics::{CalibrationMetrics, CalibrationStatus};
-use super::temperature::{self, RangeBound, SkipReason, TemperatureFit, TemperatureRange};
+use super::temperature::{
+    self, CV_FOLDS, RangeBound, SkipReason, TemperatureFit, TemperatureRange,
+};
 use super::thresholds::{THRESHOLD_COUNT, ThetaAccChange, ThresholdName, ThresholdSet};
 use crate::service::gp::BoConfig;
 use crate::service::vocab::{Domain, NUM_EMBEDDERS};
@@ -191,21 +193,35 @@ pub struct EmbedderCalibration {
     pub nll_after: Option<f64>,
     /// ECE of the window's calibrated confidences at the old temperature.
     pub ece_before: Option<f64>,
-    /// ECE at the new temperature.
+    /// ECE at the new temperature, measured on the same window the temperature was fitted on
+    /// (in sample, so optimistic).
     pub ece_after: Option<f64>,
+    /// ECE of the window out of sample: each of [`temperature::CV_FOLDS`] contiguous folds of
+    /// the window (in the order received) calibrated with the temperature fitted on the other
+    /// folds ([`temperature::fold_temperatures`]), pooled. `None` when nothing was fitted.
+    pub ece_after_cross_validated: Option<f64>,
     /// `Some` when the optimum is a range bound.
     pub at_bound: Option<RangeBound>,
     /// `Some` when nothing was fitted.
     pub skipped: Option<SkipReason>,
 }
 
-/// Level 2 report: every embedder, by id.
+/// Level 2 report: every embedder, by id, and the ECE of all windows together.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Level2Report {
     /// One entry per embedder `1..=13`.
     pub embedders: Vec<EmbedderCalibration>,
     /// Whether the new temperatures were applied (false for a dry run).
     pub applied: bool,
+    /// ECE of every window's observations at the new temperatures, measured on the data they
+    /// were fitted on (equals the calibrated ECE of all observations after an applied run);
+    /// `None` without observations.
+    pub ece_after_in_sample: Option<f64>,
+    /// ECE of every window's observations out of sample: a fitted embedder's observations are
+    /// calibrated with their fold's temperature ([`EmbedderCalibration::ece_after_cross_validated`]),
+    /// the others with their unchanged temperature; pooled into one ECE. `None` without
+    /// observations.
+    pub ece_after_cross_validated: Option<f64>,
 }
 
 /// Level 3 report.
@@ -504,11 +520,16 @@ impl AtcState {
     }
 
     /// Level 2: fits every embedder's temperature on its window ([`temperature::fit_temperature`]
-    /// within [`TemperatureRange::for_embedder`]), reporting T, NLL and ECE before and after, all
-    /// measured on the window. With [`RunMode::Apply`] the fitted temperatures replace the
-    /// current ones; skipped embedders keep theirs.
+    /// within [`TemperatureRange::for_embedder`]), reporting T, NLL and ECE before and after,
+    /// measured on the window, and the ECE after cross-validated over
+    /// [`temperature::CV_FOLDS`] folds of the window, per embedder and pooled over all windows.
+    /// With [`RunMode::Apply`] the fitted temperatures replace the current ones; skipped
+    /// embedders keep theirs.
     pub fn run_level2(&mut self, mode: RunMode) -> Level2Report {
         let mut embedders = Vec::with_capacity(NUM_EMBEDDERS);
+        // (calibrated confidence, correct) of every observation, in sample and out of fold.
+        let mut in_sample: Vec<(f64, bool)> = Vec::new();
+        let mut out_of_fold: Vec<(f64, bool)> = Vec::new();
         for e in 1..=NUM_EMBEDDERS as u8 {
             let range = TemperatureRange::for_embedder(e).expect("1..=13");
             let window = &self.windows[usize::from(e) - 1];
@@ -538,6 +559,25 @@ impl AtcState {
                 TemperatureFit::Skipped(why) => (before, None, Some(why)),
             };
             let (nll_after, ece_after) = measure(after);
+            // z = logit(p) = ±t; the calibrated confidence at T is σ(z / T).
+            let scaled = |i: usize, temp: f64| {
+                let correct = window[i].correct;
+                let z = if correct { t[i] } else { -t[i] };
+                (temperature::sigmoid(z / temp), correct)
+            };
+            in_sample.extend((0..t.len()).map(|i| scaled(i, after)));
+            let ece_after_cross_validated = if skipped.is_none() {
+                let start = out_of_fold.len();
+                for (fold, temp) in temperature::fold_temperatures(&t, range, before, CV_FOLDS) {
+                    out_of_fold.extend(fold.map(|i| scaled(i, temp)));
+                }
+                CalibrationMetrics::compute(out_of_fold[start..].iter().copied())
+                    .ok()
+                    .map(|m| m.ece)
+            } else {
+                out_of_fold.extend((0..t.len()).map(|i| scaled(i, before)));
+                None
+            };
             if mode == RunMode::Apply {
                 self.temperatures[usize::from(e) - 1] = after;
             }
@@ -550,13 +590,17 @@ impl AtcState {
                 nll_after,
                 ece_before,
                 ece_after,
+                ece_after_cross_validated,
                 at_bound,
                 skipped,
             });
         }
+        let ece = |pairs: Vec<(f64, bool)>| CalibrationMetrics::compute(pairs).ok().map(|m| m.ece);
         Level2Report {
             embedders,
             applied: mode == RunMode::Apply,
+            ece_after_in_sample: ece(in_sample),
+            ece_after_cross_validated: ece(out_of_fold),
         }
     }
 

@@ -327,8 +327,50 @@ pub fn fit_signed_logits(t: &[f64], range: TemperatureRange) -> TemperatureFit {
     fitted(range.clamp(1.0 / x), None, iterations)
 }
 
+/// Number of folds of Level 2's cross-validation.
+pub const CV_FOLDS: usize = 5;
+
+/// The `k` contiguous folds of `n` items in their given order: fold `j` is
+/// `⌊j·n/k⌋ .. ⌊(j+1)·n/k⌋` (sizes differ by at most one; empty folds when `n < k`).
+pub fn folds(n: usize, k: usize) -> Vec<std::ops::Range<usize>> {
+    (0..k).map(|j| j * n / k..(j + 1) * n / k).collect()
+}
+
+/// The temperature of each cross-validation fold: for fold `j` of [`folds`]`(t.len(), k)`, the
+/// temperature [`fit_signed_logits`] fits on the other `k − 1` folds, or `fallback` when that
+/// fit is skipped (too few values, or uninformative), which is what Level 2 does with an
+/// embedder it cannot fit: keep the current temperature. Applying fold `j`'s temperature to
+/// fold `j` gives out-of-sample calibrated confidences (Guo et al. 2017 evaluate calibration on
+/// data the temperature was not fitted on).
+///
+/// Contiguous folds in the order given (for Level 2, the order the observations were received)
+/// need no randomness, so a report can be reproduced exactly, and each held-out fold is a
+/// stretch of time, which is the honest test for a temperature that will be applied to
+/// future observations.
+pub fn fold_temperatures(
+    t: &[f64],
+    range: TemperatureRange,
+    fallback: f64,
+    k: usize,
+) -> Vec<(std::ops::Range<usize>, f64)> {
+    let mut train = Vec::with_capacity(t.len());
+    folds(t.len(), k)
+        .into_iter()
+        .map(|fold| {
+            train.clear();
+            train.extend_from_slice(&t[..fold.start]);
+            train.extend_from_slice(&t[fold.end..]);
+            let temperature = match fit_signed_logits(&train, range) {
+                TemperatureFit::Fitted(f) => f.temperature,
+                TemperatureFit::Skipped(_) => fallback,
+            };
+            (fold, temperature)
+        })
+        .collect()
+}
+
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::service::atc::metrics::CalibrationMetrics;
     use rand::SeedableRng;
@@ -551,6 +593,73 @@ mod tests {
         assert_eq!(
             SkipReason::TooFewSamples { have: 7, need: 10 }.message(),
             "7 samples, need at least 10"
+        );
+    }
+
+    /// The twenty observations of `cross_validation_by_hand`, in order.
+    pub(crate) fn twenty_by_fold() -> Vec<(f64, bool)> {
+        (0..20).map(|i| (0.8, i < 12 || i % 4 < 2)).collect()
+    }
+
+    #[test]
+    fn folds_are_contiguous_and_cover_everything() {
+        assert_eq!(folds(10, 5), vec![0..2, 2..4, 4..6, 6..8, 8..10]);
+        assert_eq!(folds(7, 5), vec![0..1, 1..2, 2..4, 4..5, 5..7]);
+        assert_eq!(folds(3, 5), vec![0..0, 0..1, 1..1, 1..2, 2..3]);
+    }
+
+    /// Twenty observations at confidence 0.8 (logit ln 4) in five folds of four, outcomes by
+    /// fold `[✓✓✓✓] [✓✓✓✓] [✓✓✓✓] [✓✓✗✗] [✓✓✗✗]`: sixteen of twenty right.
+    ///
+    /// In sample, σ(ln 4 / T) = 0.8 at T = 1, so every calibrated confidence equals the accuracy
+    /// and the ECE is 0. Out of fold (closed form of `closed_form_for_a_single_confidence`: the
+    /// fit sets σ(ln 4 / T) to the training accuracy):
+    /// - folds 0–2 train on 12 of 16 right: T = ln 4 / ln 3 ≈ 1.2619, predicting 0.75 for 12
+    ///   held-out observations that are all right;
+    /// - folds 3–4 train on 14 of 16 right: T = ln 4 / ln 7 ≈ 0.7124, predicting 0.875 for 8
+    ///   held-out observations of which 4 are right.
+    ///
+    /// Pooled: bins (0.7, 0.8] and (0.8, 0.9], ECE = 0.6·|1 − 0.75| + 0.4·|0.5 − 0.875| = 0.3.
+    #[test]
+    fn cross_validation_by_hand() {
+        let samples = twenty_by_fold();
+        let t: Vec<f64> = samples.iter().map(|&(p, y)| signed_logit(p, y)).collect();
+        let range = TemperatureRange::for_embedder(1).unwrap();
+        let TemperatureFit::Fitted(full) = fit_signed_logits(&t, range) else {
+            panic!("skipped");
+        };
+        assert!((full.temperature - 1.0).abs() < T_TOL);
+        let per_fold = fold_temperatures(&t, range, 1.0, CV_FOLDS);
+        let expected = [
+            4f64.ln() / 3f64.ln(),
+            4f64.ln() / 3f64.ln(),
+            4f64.ln() / 3f64.ln(),
+            4f64.ln() / 7f64.ln(),
+            4f64.ln() / 7f64.ln(),
+        ];
+        for ((fold, temp), want) in per_fold.iter().zip(expected) {
+            assert!((temp - want).abs() < T_TOL, "{fold:?}: {temp} vs {want}");
+        }
+        let in_sample = CalibrationMetrics::compute(
+            samples
+                .iter()
+                .map(|&(p, y)| (calibrate(p, full.temperature), y)),
+        )
+        .unwrap();
+        assert!(in_sample.ece < 1e-9, "{}", in_sample.ece);
+        let out_of_fold = CalibrationMetrics::compute(per_fold.iter().flat_map(|(fold, temp)| {
+            samples[fold.clone()]
+                .iter()
+                .map(|&(p, y)| (calibrate(p, *temp), y))
+        }))
+        .unwrap();
+        assert!((out_of_fold.ece - 0.3).abs() < 1e-9, "{}", out_of_fold.ece);
+        // Training folds of 8 are under the minimum of 10: the fallback is used.
+        let few: Vec<f64> = t[..9].to_vec();
+        assert!(
+            fold_temperatures(&few, range, 1.7, CV_FOLDS)
+                .iter()
+                .all(|(_, temp)| *temp == 1.7)
         );
     }
 }
