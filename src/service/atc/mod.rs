@@ -8,11 +8,13 @@
 //! - [`bandit`]: Level 3, Thompson sampling over threshold candidates.
 //! - [`level4`]: Level 4, balanced-accuracy optimisation of `theta_acc` by GP + EI.
 //! - [`state`]: [`AtcState`], the aggregate the server holds and the store persists.
+//! - [`advice`]: which levels are worth running, and whether Level 4 is due.
 //!
 //! Everything here is pure: no I/O, no serde, no clocks (`now` is passed in as a
 //! `DateTime<Utc>`), randomness only from an RNG passed in. Persistence: `store::atc`; tools:
 //! `tools::atc`.
 
+pub mod advice;
 pub mod bandit;
 pub mod drift;
 pub mod level4;

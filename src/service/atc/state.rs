@@ -14,7 +14,8 @@ use super::drift::{DEFAULT_ALPHA, DriftTracker, recommended_levels};
 use super::level4::{self, Level4Error, ThetaOptimum};
 use super::metrics::{CalibrationMetrics, CalibrationStatus};
 use super::temperature::{
-    self, CV_FOLDS, RangeBound, SkipReason, TemperatureFit, TemperatureRange,
+    self, CV_FOLDS, MATERIAL_CHANGE_FACTOR, RangeBound, SkipReason, TemperatureFit,
+    TemperatureRange,
 };
 use super::thresholds::{THRESHOLD_COUNT, ThetaAccChange, ThresholdName, ThresholdSet};
 use crate::service::gp::BoConfig;
@@ -174,6 +175,32 @@ pub struct Level1Report {
     pub thresholds: Vec<ThresholdDrift>,
     /// Embedders that have observations, by id.
     pub embedders: Vec<EmbedderDrift>,
+}
+
+impl Level1Report {
+    /// Every level some tracker recommends, ascending, without repeats.
+    pub fn levels(&self) -> Vec<u8> {
+        let mut levels: Vec<u8> = self
+            .thresholds
+            .iter()
+            .flat_map(|t| t.recommended_levels.iter().copied())
+            .chain(
+                self.embedders
+                    .iter()
+                    .flat_map(|e| e.recommended_levels.iter().copied()),
+            )
+            .collect();
+        levels.sort_unstable();
+        levels.dedup();
+        levels
+    }
+
+    fn level_lists_mut(&mut self) -> impl Iterator<Item = &mut Vec<u8>> {
+        self.thresholds
+            .iter_mut()
+            .map(|t| &mut t.recommended_levels)
+            .chain(self.embedders.iter_mut().map(|e| &mut e.recommended_levels))
+    }
 }
 
 /// Level 2 result for one embedder.
@@ -471,7 +498,9 @@ impl AtcState {
     }
 
     /// Level 1: drift of `domain`'s tracked thresholds (baseline = current value) and of every
-    /// embedder's calibration gap (baseline 0), with the levels each recommends. Reads only.
+    /// embedder's calibration gap (baseline 0), with the levels each recommends
+    /// ([`recommended_levels`]), except Level 2 when it would change no temperature
+    /// ([`AtcState::level2_would_change`]). Reads only.
     pub fn run_level1(&self, domain: Domain) -> Level1Report {
         let status = self.domain_status(domain);
         let set = self.thresholds(domain);
@@ -511,12 +540,18 @@ impl AtcState {
                 }
             })
             .collect();
-        Level1Report {
+        let mut report = Level1Report {
             domain,
             status,
             thresholds,
             embedders,
+        };
+        if report.levels().contains(&2) && !self.level2_would_change(None) {
+            for levels in report.level_lists_mut() {
+                levels.retain(|&l| l != 2);
+            }
         }
+        report
     }
 
     /// Level 2: fits every embedder's temperature on its window ([`temperature::fit_temperature`]
@@ -602,6 +637,28 @@ impl AtcState {
             ece_after_in_sample: ece(in_sample),
             ece_after_cross_validated: ece(out_of_fold),
         }
+    }
+
+    /// Whether Level 2 would move some temperature materially
+    /// ([`temperature::refit_would_move`] with [`MATERIAL_CHANGE_FACTOR`]): of embedder
+    /// `embedder_id`, or of any embedder when `None`. False right after Level 2 ran on the same
+    /// windows, which is when recommending it again would be noise.
+    pub fn level2_would_change(&self, embedder_id: Option<u8>) -> bool {
+        (1..=NUM_EMBEDDERS as u8)
+            .filter(|&e| embedder_id.is_none_or(|only| only == e))
+            .any(|e| {
+                let range = TemperatureRange::for_embedder(e).expect("1..=13");
+                let t: Vec<f64> = self.windows[usize::from(e) - 1]
+                    .iter()
+                    .map(|o| temperature::signed_logit(o.confidence, o.correct))
+                    .collect();
+                temperature::refit_would_move(
+                    &t,
+                    range,
+                    self.temperature(e),
+                    MATERIAL_CHANGE_FACTOR,
+                )
+            })
     }
 
     /// Level 3: Thompson selection from `domain`'s bandit (after forgetting its statistics when

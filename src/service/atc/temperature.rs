@@ -269,17 +269,7 @@ pub fn fit_signed_logits(t: &[f64], range: TemperatureRange) -> TemperatureFit {
     if t.iter().all(|&ti| ti == 0.0) {
         return TemperatureFit::Skipped(SkipReason::Uninformative);
     }
-    let n = t.len() as f64;
-    let gradient = |beta: f64| -> (f64, f64) {
-        let mut g = 0.0;
-        let mut h = 0.0;
-        for &ti in t {
-            let s = sigmoid(-ti * beta);
-            g -= ti * s;
-            h += ti * ti * s * (1.0 - s);
-        }
-        (g / n, h / n)
-    };
+    let gradient = |beta: f64| nll_derivatives(t, beta);
     let fitted = |temperature: f64, at_bound, iterations| {
         TemperatureFit::Fitted(FittedTemperature {
             temperature,
@@ -325,6 +315,49 @@ pub fn fit_signed_logits(t: &[f64], range: TemperatureRange) -> TemperatureFit {
         }
     }
     fitted(range.clamp(1.0 / x), None, iterations)
+}
+
+/// The first and second derivatives of the mean NLL in `β = 1/T` (see [`fit_temperature`]):
+/// `g(β) = −(1/N) Σ t_i σ(−t_i β)` and `g'(β) = (1/N) Σ t_i² σ(t_i β) σ(−t_i β)`.
+fn nll_derivatives(t: &[f64], beta: f64) -> (f64, f64) {
+    let mut g = 0.0;
+    let mut h = 0.0;
+    for &ti in t {
+        let s = sigmoid(-ti * beta);
+        g -= ti * s;
+        h += ti * ti * s * (1.0 - s);
+    }
+    let n = t.len() as f64;
+    (g / n, h / n)
+}
+
+/// A refit moves a temperature "materially" when the new value differs from the current one by
+/// more than this factor either way (1 %). Level 2 is recommended only for such a move: right
+/// after Level 2 the refit returns the same temperatures, so recommending it again would be
+/// noise.
+pub const MATERIAL_CHANGE_FACTOR: f64 = 1.01;
+
+/// Whether [`fit_signed_logits`] on `t` would return a temperature outside
+/// `[current / factor, current · factor]`, computed from two derivative evaluations instead of
+/// a fit. The NLL is convex in `β = 1/T` and `g(β)` increases, so with
+/// `β_a = max(1/(current·factor), 1/hi)` and `β_b = min(factor/current, 1/lo)`:
+///
+/// ```text
+/// moves  ⇔  (β_a > 1/hi ∧ g(β_a) > 0)  ∨  (β_b < 1/lo ∧ g(β_b) < 0)
+/// ```
+///
+/// (the optimum lies below `β_a` or above `β_b`, and the range does not clamp it back). A fit
+/// that would be skipped (fewer than [`MIN_SAMPLES`] values, or all zero) moves nothing.
+/// `current` must lie in the range and `factor` be > 1.
+pub fn refit_would_move(t: &[f64], range: TemperatureRange, current: f64, factor: f64) -> bool {
+    if t.len() < MIN_SAMPLES || t.iter().all(|&ti| ti == 0.0) {
+        return false;
+    }
+    let (beta_min, beta_max) = (1.0 / range.hi, 1.0 / range.lo);
+    let beta_a = (1.0 / (current * factor)).max(beta_min);
+    let beta_b = (factor / current).min(beta_max);
+    (beta_a > beta_min && nll_derivatives(t, beta_a).0 > 0.0)
+        || (beta_b < beta_max && nll_derivatives(t, beta_b).0 < 0.0)
 }
 
 /// Number of folds of Level 2's cross-validation.
@@ -661,5 +694,50 @@ pub(crate) mod tests {
                 .iter()
                 .all(|(_, temp)| *temp == 1.7)
         );
+    }
+
+    #[test]
+    fn refit_would_move_agrees_with_the_fit() {
+        let range = TemperatureRange::for_embedder(1).unwrap();
+        // 12 at 0.8 with 9 right: the fit is T = ln 4 / ln 3 ≈ 1.2619.
+        let t: Vec<f64> = (0..12).map(|i| signed_logit(0.8, i % 4 != 0)).collect();
+        let fitted = 4f64.ln() / 3f64.ln();
+        for (current, moves) in [
+            (1.0, true),
+            (fitted, false),
+            (fitted * 1.009, false),
+            (fitted / 1.009, false),
+            (fitted * 1.011, true),
+            (fitted / 1.011, true),
+            (2.0, true),
+        ] {
+            assert_eq!(
+                refit_would_move(&t, range, current, MATERIAL_CHANGE_FACTOR),
+                moves,
+                "current {current}"
+            );
+        }
+        // All right and confident: the fit is the lower bound 0.5, so a current 0.504 stays.
+        let sure: Vec<f64> = (0..20).map(|_| signed_logit(0.9, true)).collect();
+        assert!(!refit_would_move(
+            &sure,
+            range,
+            0.504,
+            MATERIAL_CHANGE_FACTOR
+        ));
+        assert!(refit_would_move(&sure, range, 0.6, MATERIAL_CHANGE_FACTOR));
+        // Too few values, or no information: nothing to refit.
+        assert!(!refit_would_move(
+            &t[..9],
+            range,
+            1.0,
+            MATERIAL_CHANGE_FACTOR
+        ));
+        assert!(!refit_would_move(
+            &[0.0; 20],
+            range,
+            1.0,
+            MATERIAL_CHANGE_FACTOR
+        ));
     }
 }
