@@ -98,6 +98,29 @@ pub struct IngestEffect {
     pub evicted: bool,
 }
 
+/// What ingesting a batch changed, summed over its observations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct IngestSummary {
+    /// Observations taken in.
+    pub accepted: usize,
+    /// Observations that credited a bandit candidate.
+    pub bandit_updates: usize,
+    /// Observations that updated a threshold drift tracker.
+    pub threshold_drift_updates: usize,
+    /// Older observations dropped from full windows.
+    pub evicted: usize,
+}
+
+/// An observation of a batch was refused.
+#[derive(Debug, Clone, PartialEq, Error)]
+#[error("observation {index}: {error}")]
+pub struct BatchError {
+    /// Its position in the batch.
+    pub index: usize,
+    /// Why.
+    pub error: AtcError,
+}
+
 /// Which observations to measure.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct ObservationFilter {
@@ -464,6 +487,35 @@ impl AtcState {
             effect.evicted = true;
         }
         Ok(effect)
+    }
+
+    /// Takes in a batch ([`AtcState::ingest`] for each, in order) and sums the effects. Every
+    /// observation is checked first, so a refused batch changes nothing.
+    ///
+    /// # Errors
+    /// [`BatchError`] with the position and the reason of the first invalid observation.
+    pub fn ingest_batch(
+        &mut self,
+        observations: &[Observation],
+    ) -> Result<IngestSummary, BatchError> {
+        let refused = |index: usize| move |error: AtcError| BatchError { index, error };
+        for (index, o) in observations.iter().enumerate() {
+            o.validate().map_err(refused(index))?;
+        }
+        let mut sum = IngestSummary::default();
+        for (index, o) in observations.iter().enumerate() {
+            let effect = self.ingest(*o).map_err(refused(index))?;
+            sum.accepted += 1;
+            sum.bandit_updates += usize::from(effect.bandit_candidate.is_some());
+            sum.threshold_drift_updates += usize::from(effect.threshold_tracked);
+            sum.evicted += usize::from(effect.evicted);
+        }
+        Ok(sum)
+    }
+
+    /// Observations held per embedder, by id − 1.
+    pub fn window_sizes(&self) -> [usize; NUM_EMBEDDERS] {
+        std::array::from_fn(|i| self.windows[i].len())
     }
 
     /// Observations in the windows that pass `filter`, grouped by embedder id.
