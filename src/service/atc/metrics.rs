@@ -68,20 +68,21 @@ pub enum CalibrationStatus {
 }
 
 impl CalibrationStatus {
+    /// Each band but Critical with the ECE it stays below, best first.
+    pub const BANDS: [(CalibrationStatus, f64); 4] = [
+        (CalibrationStatus::Excellent, 0.05),
+        (CalibrationStatus::Good, 0.10),
+        (CalibrationStatus::Acceptable, 0.15),
+        (CalibrationStatus::Poor, 0.25),
+    ];
+
     /// Band of an ECE value: Excellent < 0.05, Good < 0.10, Acceptable < 0.15, Poor < 0.25,
-    /// else Critical.
+    /// else Critical ([`CalibrationStatus::BANDS`]).
     pub fn from_ece(ece: f64) -> CalibrationStatus {
-        if ece < 0.05 {
-            CalibrationStatus::Excellent
-        } else if ece < 0.10 {
-            CalibrationStatus::Good
-        } else if ece < 0.15 {
-            CalibrationStatus::Acceptable
-        } else if ece < 0.25 {
-            CalibrationStatus::Poor
-        } else {
-            CalibrationStatus::Critical
-        }
+        CalibrationStatus::BANDS
+            .iter()
+            .find(|&&(_, below)| ece < below)
+            .map_or(CalibrationStatus::Critical, |&(status, _)| status)
     }
 
     /// Name as shown on the wire (`"Excellent"`, …, `"Critical"`).
@@ -95,23 +96,18 @@ impl CalibrationStatus {
         }
     }
 
-    /// One sentence saying what the band means and what to do.
+    /// One sentence saying what the band means. It names no level to run: which levels are
+    /// worth running depends on more than the band (see `advice::recommend`).
     pub fn description(self) -> &'static str {
         match self {
             CalibrationStatus::Excellent => {
-                "ECE below 0.05: confidences match observed accuracy closely; no action needed."
+                "ECE below 0.05: confidences match observed accuracy closely."
             }
-            CalibrationStatus::Good => {
-                "ECE in [0.05, 0.10): small calibration gap; Level 2 temperature scaling can tighten it."
-            }
-            CalibrationStatus::Acceptable => {
-                "ECE in [0.10, 0.15): noticeable gap; recalibrate temperatures (Level 2) and explore thresholds (Level 3)."
-            }
-            CalibrationStatus::Poor => {
-                "ECE in [0.15, 0.25): confidences are unreliable; run Level 2 and Level 4 threshold optimisation."
-            }
+            CalibrationStatus::Good => "ECE in [0.05, 0.10): a small calibration gap.",
+            CalibrationStatus::Acceptable => "ECE in [0.10, 0.15): a noticeable calibration gap.",
+            CalibrationStatus::Poor => "ECE in [0.15, 0.25): confidences are unreliable.",
             CalibrationStatus::Critical => {
-                "ECE of 0.25 or more: confidences should not be trusted; run Level 2 and Level 4 and review by hand."
+                "ECE of 0.25 or more: confidences should not be trusted; review by hand."
             }
         }
     }

@@ -8,16 +8,22 @@
 //! - [`bandit`]: Level 3, Thompson sampling over threshold candidates.
 //! - [`level4`]: Level 4, balanced-accuracy optimisation of `theta_acc` by GP + EI.
 //! - [`state`]: [`AtcState`], the aggregate the server holds and the store persists.
+//! - [`status`]: everything about one domain in one read (`get_threshold_status`).
+//! - [`advice`]: which levels are worth running, and whether Level 4 is due.
+//! - [`recalibrate`]: one level on demand, as a typed report (`trigger_recalibration`).
 //!
 //! Everything here is pure: no I/O, no serde, no clocks (`now` is passed in as a
 //! `DateTime<Utc>`), randomness only from an RNG passed in. Persistence: `store::atc`; tools:
 //! `tools::atc`.
 
+pub mod advice;
 pub mod bandit;
 pub mod drift;
 pub mod level4;
 pub mod metrics;
+pub mod recalibrate;
 pub mod state;
+pub mod status;
 pub mod temperature;
 pub mod thresholds;
 

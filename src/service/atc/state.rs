@@ -13,7 +13,10 @@ use super::bandit::{Selection, ThompsonBandit};
 use super::drift::{DEFAULT_ALPHA, DriftTracker, recommended_levels};
 use super::level4::{self, Level4Error, ThetaOptimum};
 use super::metrics::{CalibrationMetrics, CalibrationStatus};
-use super::temperature::{self, RangeBound, SkipReason, TemperatureFit, TemperatureRange};
+use super::temperature::{
+    self, CV_FOLDS, MATERIAL_CHANGE_FACTOR, RangeBound, SkipReason, TemperatureFit,
+    TemperatureRange,
+};
 use super::thresholds::{THRESHOLD_COUNT, ThetaAccChange, ThresholdName, ThresholdSet};
 use crate::service::gp::BoConfig;
 use crate::service::vocab::{Domain, NUM_EMBEDDERS};
@@ -95,6 +98,29 @@ pub struct IngestEffect {
     pub evicted: bool,
 }
 
+/// What ingesting a batch changed, summed over its observations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct IngestSummary {
+    /// Observations taken in.
+    pub accepted: usize,
+    /// Observations that credited a bandit candidate.
+    pub bandit_updates: usize,
+    /// Observations that updated a threshold drift tracker.
+    pub threshold_drift_updates: usize,
+    /// Older observations dropped from full windows.
+    pub evicted: usize,
+}
+
+/// An observation of a batch was refused.
+#[derive(Debug, Clone, PartialEq, Error)]
+#[error("observation {index}: {error}")]
+pub struct BatchError {
+    /// Its position in the batch.
+    pub index: usize,
+    /// Why.
+    pub error: AtcError,
+}
+
 /// Which observations to measure.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct ObservationFilter {
@@ -174,6 +200,32 @@ pub struct Level1Report {
     pub embedders: Vec<EmbedderDrift>,
 }
 
+impl Level1Report {
+    /// Every level some tracker recommends, ascending, without repeats.
+    pub fn levels(&self) -> Vec<u8> {
+        let mut levels: Vec<u8> = self
+            .thresholds
+            .iter()
+            .flat_map(|t| t.recommended_levels.iter().copied())
+            .chain(
+                self.embedders
+                    .iter()
+                    .flat_map(|e| e.recommended_levels.iter().copied()),
+            )
+            .collect();
+        levels.sort_unstable();
+        levels.dedup();
+        levels
+    }
+
+    fn level_lists_mut(&mut self) -> impl Iterator<Item = &mut Vec<u8>> {
+        self.thresholds
+            .iter_mut()
+            .map(|t| &mut t.recommended_levels)
+            .chain(self.embedders.iter_mut().map(|e| &mut e.recommended_levels))
+    }
+}
+
 /// Level 2 result for one embedder.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EmbedderCalibration {
@@ -191,21 +243,35 @@ pub struct EmbedderCalibration {
     pub nll_after: Option<f64>,
     /// ECE of the window's calibrated confidences at the old temperature.
     pub ece_before: Option<f64>,
-    /// ECE at the new temperature.
+    /// ECE at the new temperature, measured on the same window the temperature was fitted on
+    /// (in sample, so optimistic).
     pub ece_after: Option<f64>,
+    /// ECE of the window out of sample: each of [`temperature::CV_FOLDS`] contiguous folds of
+    /// the window (in the order received) calibrated with the temperature fitted on the other
+    /// folds ([`temperature::fold_temperatures`]), pooled. `None` when nothing was fitted.
+    pub ece_after_cross_validated: Option<f64>,
     /// `Some` when the optimum is a range bound.
     pub at_bound: Option<RangeBound>,
     /// `Some` when nothing was fitted.
     pub skipped: Option<SkipReason>,
 }
 
-/// Level 2 report: every embedder, by id.
+/// Level 2 report: every embedder, by id, and the ECE of all windows together.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Level2Report {
     /// One entry per embedder `1..=13`.
     pub embedders: Vec<EmbedderCalibration>,
     /// Whether the new temperatures were applied (false for a dry run).
     pub applied: bool,
+    /// ECE of every window's observations at the new temperatures, measured on the data they
+    /// were fitted on (equals the calibrated ECE of all observations after an applied run);
+    /// `None` without observations.
+    pub ece_after_in_sample: Option<f64>,
+    /// ECE of every window's observations out of sample: a fitted embedder's observations are
+    /// calibrated with their fold's temperature ([`EmbedderCalibration::ece_after_cross_validated`]),
+    /// the others with their unchanged temperature; pooled into one ECE. `None` without
+    /// observations.
+    pub ece_after_cross_validated: Option<f64>,
 }
 
 /// Level 3 report.
@@ -423,6 +489,35 @@ impl AtcState {
         Ok(effect)
     }
 
+    /// Takes in a batch ([`AtcState::ingest`] for each, in order) and sums the effects. Every
+    /// observation is checked first, so a refused batch changes nothing.
+    ///
+    /// # Errors
+    /// [`BatchError`] with the position and the reason of the first invalid observation.
+    pub fn ingest_batch(
+        &mut self,
+        observations: &[Observation],
+    ) -> Result<IngestSummary, BatchError> {
+        let refused = |index: usize| move |error: AtcError| BatchError { index, error };
+        for (index, o) in observations.iter().enumerate() {
+            o.validate().map_err(refused(index))?;
+        }
+        let mut sum = IngestSummary::default();
+        for (index, o) in observations.iter().enumerate() {
+            let effect = self.ingest(*o).map_err(refused(index))?;
+            sum.accepted += 1;
+            sum.bandit_updates += usize::from(effect.bandit_candidate.is_some());
+            sum.threshold_drift_updates += usize::from(effect.threshold_tracked);
+            sum.evicted += usize::from(effect.evicted);
+        }
+        Ok(sum)
+    }
+
+    /// Observations held per embedder, by id − 1.
+    pub fn window_sizes(&self) -> [usize; NUM_EMBEDDERS] {
+        std::array::from_fn(|i| self.windows[i].len())
+    }
+
     /// Observations in the windows that pass `filter`, grouped by embedder id.
     pub fn observations<'a>(
         &'a self,
@@ -455,7 +550,9 @@ impl AtcState {
     }
 
     /// Level 1: drift of `domain`'s tracked thresholds (baseline = current value) and of every
-    /// embedder's calibration gap (baseline 0), with the levels each recommends. Reads only.
+    /// embedder's calibration gap (baseline 0), with the levels each recommends
+    /// ([`recommended_levels`]), except Level 2 when it would change no temperature
+    /// ([`AtcState::level2_would_change`]). Reads only.
     pub fn run_level1(&self, domain: Domain) -> Level1Report {
         let status = self.domain_status(domain);
         let set = self.thresholds(domain);
@@ -495,20 +592,31 @@ impl AtcState {
                 }
             })
             .collect();
-        Level1Report {
+        let mut report = Level1Report {
             domain,
             status,
             thresholds,
             embedders,
+        };
+        if report.levels().contains(&2) && !self.level2_would_change(None) {
+            for levels in report.level_lists_mut() {
+                levels.retain(|&l| l != 2);
+            }
         }
+        report
     }
 
     /// Level 2: fits every embedder's temperature on its window ([`temperature::fit_temperature`]
-    /// within [`TemperatureRange::for_embedder`]), reporting T, NLL and ECE before and after, all
-    /// measured on the window. With [`RunMode::Apply`] the fitted temperatures replace the
-    /// current ones; skipped embedders keep theirs.
+    /// within [`TemperatureRange::for_embedder`]), reporting T, NLL and ECE before and after,
+    /// measured on the window, and the ECE after cross-validated over
+    /// [`temperature::CV_FOLDS`] folds of the window, per embedder and pooled over all windows.
+    /// With [`RunMode::Apply`] the fitted temperatures replace the current ones; skipped
+    /// embedders keep theirs.
     pub fn run_level2(&mut self, mode: RunMode) -> Level2Report {
         let mut embedders = Vec::with_capacity(NUM_EMBEDDERS);
+        // (calibrated confidence, correct) of every observation, in sample and out of fold.
+        let mut in_sample: Vec<(f64, bool)> = Vec::new();
+        let mut out_of_fold: Vec<(f64, bool)> = Vec::new();
         for e in 1..=NUM_EMBEDDERS as u8 {
             let range = TemperatureRange::for_embedder(e).expect("1..=13");
             let window = &self.windows[usize::from(e) - 1];
@@ -538,6 +646,25 @@ impl AtcState {
                 TemperatureFit::Skipped(why) => (before, None, Some(why)),
             };
             let (nll_after, ece_after) = measure(after);
+            // z = logit(p) = ±t; the calibrated confidence at T is σ(z / T).
+            let scaled = |i: usize, temp: f64| {
+                let correct = window[i].correct;
+                let z = if correct { t[i] } else { -t[i] };
+                (temperature::sigmoid(z / temp), correct)
+            };
+            in_sample.extend((0..t.len()).map(|i| scaled(i, after)));
+            let ece_after_cross_validated = if skipped.is_none() {
+                let start = out_of_fold.len();
+                for (fold, temp) in temperature::fold_temperatures(&t, range, before, CV_FOLDS) {
+                    out_of_fold.extend(fold.map(|i| scaled(i, temp)));
+                }
+                CalibrationMetrics::compute(out_of_fold[start..].iter().copied())
+                    .ok()
+                    .map(|m| m.ece)
+            } else {
+                out_of_fold.extend((0..t.len()).map(|i| scaled(i, before)));
+                None
+            };
             if mode == RunMode::Apply {
                 self.temperatures[usize::from(e) - 1] = after;
             }
@@ -550,14 +677,40 @@ impl AtcState {
                 nll_after,
                 ece_before,
                 ece_after,
+                ece_after_cross_validated,
                 at_bound,
                 skipped,
             });
         }
+        let ece = |pairs: Vec<(f64, bool)>| CalibrationMetrics::compute(pairs).ok().map(|m| m.ece);
         Level2Report {
             embedders,
             applied: mode == RunMode::Apply,
+            ece_after_in_sample: ece(in_sample),
+            ece_after_cross_validated: ece(out_of_fold),
         }
+    }
+
+    /// Whether Level 2 would move some temperature materially
+    /// ([`temperature::refit_would_move`] with [`MATERIAL_CHANGE_FACTOR`]): of embedder
+    /// `embedder_id`, or of any embedder when `None`. False right after Level 2 ran on the same
+    /// windows, which is when recommending it again would be noise.
+    pub fn level2_would_change(&self, embedder_id: Option<u8>) -> bool {
+        (1..=NUM_EMBEDDERS as u8)
+            .filter(|&e| embedder_id.is_none_or(|only| only == e))
+            .any(|e| {
+                let range = TemperatureRange::for_embedder(e).expect("1..=13");
+                let t: Vec<f64> = self.windows[usize::from(e) - 1]
+                    .iter()
+                    .map(|o| temperature::signed_logit(o.confidence, o.correct))
+                    .collect();
+                temperature::refit_would_move(
+                    &t,
+                    range,
+                    self.temperature(e),
+                    MATERIAL_CHANGE_FACTOR,
+                )
+            })
     }
 
     /// Level 3: Thompson selection from `domain`'s bandit (after forgetting its statistics when

@@ -269,17 +269,7 @@ pub fn fit_signed_logits(t: &[f64], range: TemperatureRange) -> TemperatureFit {
     if t.iter().all(|&ti| ti == 0.0) {
         return TemperatureFit::Skipped(SkipReason::Uninformative);
     }
-    let n = t.len() as f64;
-    let gradient = |beta: f64| -> (f64, f64) {
-        let mut g = 0.0;
-        let mut h = 0.0;
-        for &ti in t {
-            let s = sigmoid(-ti * beta);
-            g -= ti * s;
-            h += ti * ti * s * (1.0 - s);
-        }
-        (g / n, h / n)
-    };
+    let gradient = |beta: f64| nll_derivatives(t, beta);
     let fitted = |temperature: f64, at_bound, iterations| {
         TemperatureFit::Fitted(FittedTemperature {
             temperature,
@@ -327,8 +317,93 @@ pub fn fit_signed_logits(t: &[f64], range: TemperatureRange) -> TemperatureFit {
     fitted(range.clamp(1.0 / x), None, iterations)
 }
 
+/// The first and second derivatives of the mean NLL in `β = 1/T` (see [`fit_temperature`]):
+/// `g(β) = −(1/N) Σ t_i σ(−t_i β)` and `g'(β) = (1/N) Σ t_i² σ(t_i β) σ(−t_i β)`.
+fn nll_derivatives(t: &[f64], beta: f64) -> (f64, f64) {
+    let mut g = 0.0;
+    let mut h = 0.0;
+    for &ti in t {
+        let s = sigmoid(-ti * beta);
+        g -= ti * s;
+        h += ti * ti * s * (1.0 - s);
+    }
+    let n = t.len() as f64;
+    (g / n, h / n)
+}
+
+/// A refit moves a temperature "materially" when the new value differs from the current one by
+/// more than this factor either way (1 %). Level 2 is recommended only for such a move: right
+/// after Level 2 the refit returns the same temperatures, so recommending it again would be
+/// noise.
+pub const MATERIAL_CHANGE_FACTOR: f64 = 1.01;
+
+/// Whether [`fit_signed_logits`] on `t` would return a temperature outside
+/// `[current / factor, current · factor]`, computed from two derivative evaluations instead of
+/// a fit. The NLL is convex in `β = 1/T` and `g(β)` increases, so with
+/// `β_a = max(1/(current·factor), 1/hi)` and `β_b = min(factor/current, 1/lo)`:
+///
+/// ```text
+/// moves  ⇔  (β_a > 1/hi ∧ g(β_a) > 0)  ∨  (β_b < 1/lo ∧ g(β_b) < 0)
+/// ```
+///
+/// (the optimum lies below `β_a` or above `β_b`, and the range does not clamp it back). A fit
+/// that would be skipped (fewer than [`MIN_SAMPLES`] values, or all zero) moves nothing.
+/// `current` must lie in the range and `factor` be > 1.
+pub fn refit_would_move(t: &[f64], range: TemperatureRange, current: f64, factor: f64) -> bool {
+    if t.len() < MIN_SAMPLES || t.iter().all(|&ti| ti == 0.0) {
+        return false;
+    }
+    let (beta_min, beta_max) = (1.0 / range.hi, 1.0 / range.lo);
+    let beta_a = (1.0 / (current * factor)).max(beta_min);
+    let beta_b = (factor / current).min(beta_max);
+    (beta_a > beta_min && nll_derivatives(t, beta_a).0 > 0.0)
+        || (beta_b < beta_max && nll_derivatives(t, beta_b).0 < 0.0)
+}
+
+/// Number of folds of Level 2's cross-validation.
+pub const CV_FOLDS: usize = 5;
+
+/// The `k` contiguous folds of `n` items in their given order: fold `j` is
+/// `⌊j·n/k⌋ .. ⌊(j+1)·n/k⌋` (sizes differ by at most one; empty folds when `n < k`).
+pub fn folds(n: usize, k: usize) -> Vec<std::ops::Range<usize>> {
+    (0..k).map(|j| j * n / k..(j + 1) * n / k).collect()
+}
+
+/// The temperature of each cross-validation fold: for fold `j` of [`folds`]`(t.len(), k)`, the
+/// temperature [`fit_signed_logits`] fits on the other `k − 1` folds, or `fallback` when that
+/// fit is skipped (too few values, or uninformative), which is what Level 2 does with an
+/// embedder it cannot fit: keep the current temperature. Applying fold `j`'s temperature to
+/// fold `j` gives out-of-sample calibrated confidences (Guo et al. 2017 evaluate calibration on
+/// data the temperature was not fitted on).
+///
+/// Contiguous folds in the order given (for Level 2, the order the observations were received)
+/// need no randomness, so a report can be reproduced exactly, and each held-out fold is a
+/// stretch of time, which is the honest test for a temperature that will be applied to
+/// future observations.
+pub fn fold_temperatures(
+    t: &[f64],
+    range: TemperatureRange,
+    fallback: f64,
+    k: usize,
+) -> Vec<(std::ops::Range<usize>, f64)> {
+    let mut train = Vec::with_capacity(t.len());
+    folds(t.len(), k)
+        .into_iter()
+        .map(|fold| {
+            train.clear();
+            train.extend_from_slice(&t[..fold.start]);
+            train.extend_from_slice(&t[fold.end..]);
+            let temperature = match fit_signed_logits(&train, range) {
+                TemperatureFit::Fitted(f) => f.temperature,
+                TemperatureFit::Skipped(_) => fallback,
+            };
+            (fold, temperature)
+        })
+        .collect()
+}
+
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::service::atc::metrics::CalibrationMetrics;
     use rand::SeedableRng;
@@ -552,5 +627,117 @@ mod tests {
             SkipReason::TooFewSamples { have: 7, need: 10 }.message(),
             "7 samples, need at least 10"
         );
+    }
+
+    /// The twenty observations of `cross_validation_by_hand`, in order.
+    pub(crate) fn twenty_by_fold() -> Vec<(f64, bool)> {
+        (0..20).map(|i| (0.8, i < 12 || i % 4 < 2)).collect()
+    }
+
+    #[test]
+    fn folds_are_contiguous_and_cover_everything() {
+        assert_eq!(folds(10, 5), vec![0..2, 2..4, 4..6, 6..8, 8..10]);
+        assert_eq!(folds(7, 5), vec![0..1, 1..2, 2..4, 4..5, 5..7]);
+        assert_eq!(folds(3, 5), vec![0..0, 0..1, 1..1, 1..2, 2..3]);
+    }
+
+    /// Twenty observations at confidence 0.8 (logit ln 4) in five folds of four, outcomes by
+    /// fold `[✓✓✓✓] [✓✓✓✓] [✓✓✓✓] [✓✓✗✗] [✓✓✗✗]`: sixteen of twenty right.
+    ///
+    /// In sample, σ(ln 4 / T) = 0.8 at T = 1, so every calibrated confidence equals the accuracy
+    /// and the ECE is 0. Out of fold (closed form of `closed_form_for_a_single_confidence`: the
+    /// fit sets σ(ln 4 / T) to the training accuracy):
+    /// - folds 0–2 train on 12 of 16 right: T = ln 4 / ln 3 ≈ 1.2619, predicting 0.75 for 12
+    ///   held-out observations that are all right;
+    /// - folds 3–4 train on 14 of 16 right: T = ln 4 / ln 7 ≈ 0.7124, predicting 0.875 for 8
+    ///   held-out observations of which 4 are right.
+    ///
+    /// Pooled: bins (0.7, 0.8] and (0.8, 0.9], ECE = 0.6·|1 − 0.75| + 0.4·|0.5 − 0.875| = 0.3.
+    #[test]
+    fn cross_validation_by_hand() {
+        let samples = twenty_by_fold();
+        let t: Vec<f64> = samples.iter().map(|&(p, y)| signed_logit(p, y)).collect();
+        let range = TemperatureRange::for_embedder(1).unwrap();
+        let TemperatureFit::Fitted(full) = fit_signed_logits(&t, range) else {
+            panic!("skipped");
+        };
+        assert!((full.temperature - 1.0).abs() < T_TOL);
+        let per_fold = fold_temperatures(&t, range, 1.0, CV_FOLDS);
+        let expected = [
+            4f64.ln() / 3f64.ln(),
+            4f64.ln() / 3f64.ln(),
+            4f64.ln() / 3f64.ln(),
+            4f64.ln() / 7f64.ln(),
+            4f64.ln() / 7f64.ln(),
+        ];
+        for ((fold, temp), want) in per_fold.iter().zip(expected) {
+            assert!((temp - want).abs() < T_TOL, "{fold:?}: {temp} vs {want}");
+        }
+        let in_sample = CalibrationMetrics::compute(
+            samples
+                .iter()
+                .map(|&(p, y)| (calibrate(p, full.temperature), y)),
+        )
+        .unwrap();
+        assert!(in_sample.ece < 1e-9, "{}", in_sample.ece);
+        let out_of_fold = CalibrationMetrics::compute(per_fold.iter().flat_map(|(fold, temp)| {
+            samples[fold.clone()]
+                .iter()
+                .map(|&(p, y)| (calibrate(p, *temp), y))
+        }))
+        .unwrap();
+        assert!((out_of_fold.ece - 0.3).abs() < 1e-9, "{}", out_of_fold.ece);
+        // Training folds of 8 are under the minimum of 10: the fallback is used.
+        let few: Vec<f64> = t[..9].to_vec();
+        assert!(
+            fold_temperatures(&few, range, 1.7, CV_FOLDS)
+                .iter()
+                .all(|(_, temp)| *temp == 1.7)
+        );
+    }
+
+    #[test]
+    fn refit_would_move_agrees_with_the_fit() {
+        let range = TemperatureRange::for_embedder(1).unwrap();
+        // 12 at 0.8 with 9 right: the fit is T = ln 4 / ln 3 ≈ 1.2619.
+        let t: Vec<f64> = (0..12).map(|i| signed_logit(0.8, i % 4 != 0)).collect();
+        let fitted = 4f64.ln() / 3f64.ln();
+        for (current, moves) in [
+            (1.0, true),
+            (fitted, false),
+            (fitted * 1.009, false),
+            (fitted / 1.009, false),
+            (fitted * 1.011, true),
+            (fitted / 1.011, true),
+            (2.0, true),
+        ] {
+            assert_eq!(
+                refit_would_move(&t, range, current, MATERIAL_CHANGE_FACTOR),
+                moves,
+                "current {current}"
+            );
+        }
+        // All right and confident: the fit is the lower bound 0.5, so a current 0.504 stays.
+        let sure: Vec<f64> = (0..20).map(|_| signed_logit(0.9, true)).collect();
+        assert!(!refit_would_move(
+            &sure,
+            range,
+            0.504,
+            MATERIAL_CHANGE_FACTOR
+        ));
+        assert!(refit_would_move(&sure, range, 0.6, MATERIAL_CHANGE_FACTOR));
+        // Too few values, or no information: nothing to refit.
+        assert!(!refit_would_move(
+            &t[..9],
+            range,
+            1.0,
+            MATERIAL_CHANGE_FACTOR
+        ));
+        assert!(!refit_would_move(
+            &[0.0; 20],
+            range,
+            1.0,
+            MATERIAL_CHANGE_FACTOR
+        ));
     }
 }
