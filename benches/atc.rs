@@ -1,7 +1,9 @@
 //! Criterion benches for the ATC hot paths: Level 2 over full windows (13 × 10,000
-//! observations), Level 4 on 130,000 observations of one domain, and ingesting 10,000
-//! observations in one `record_calibration_observations` call (durable, WAL file). Seeded; run
-//! with `cargo bench --bench atc`. Targets (issue 4): < 50 ms, < 100 ms, < 50 ms.
+//! observations, with its 5-fold cross-validation), Level 4 on 130,000 observations of one
+//! domain, the advice of `get_calibration_metrics` on full windows, and ingesting 10,000
+//! observations in one `record_calibration_observations` call (durable, WAL file; and the typed
+//! parse of its arguments alone). Seeded; run with `cargo bench --bench atc`. Targets (issue
+//! 4): < 50 ms, < 100 ms, < 50 ms.
 
 use std::hint::black_box;
 
@@ -10,11 +12,13 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use meta_utl_mcp::service::atc::level4::level4_bo_config;
 use meta_utl_mcp::service::atc::state::WINDOW_CAPACITY;
 use meta_utl_mcp::service::atc::temperature::sigmoid;
-use meta_utl_mcp::service::atc::{AtcState, Observation, RunMode};
+use meta_utl_mcp::service::atc::{AtcState, Observation, ObservationFilter, RunMode};
 use meta_utl_mcp::service::vocab::Domain;
 use meta_utl_mcp::service::vocab::NUM_EMBEDDERS;
 use meta_utl_mcp::store::{DbPath, Store};
 use meta_utl_mcp::tools::App;
+use meta_utl_mcp::tools::atc::RecordInput;
+use meta_utl_mcp::tools::wire;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use rand_distr::{Distribution, Normal};
@@ -57,6 +61,19 @@ fn bench_levels(c: &mut Criterion) {
         "level 2: fit 13 temperatures on 13 x 10,000 observations",
         |b| b.iter(|| black_box(s.run_level2(RunMode::DryRun))),
     );
+    // Right after Level 2 no refit would move a temperature, so the check scans every window.
+    let mut fitted = s.clone();
+    fitted.run_level2(RunMode::Apply);
+    c.bench_function(
+        "advice: would level 2 change a temperature, 13 x 10,000 observations after level 2",
+        |b| b.iter(|| black_box(fitted.level2_would_change(None))),
+    );
+    c.bench_function(
+        "advice: get_calibration_metrics' assessment of 13 x 10,000 observations after level 2",
+        |b| {
+            b.iter(|| black_box(fitted.assess(&ObservationFilter::default(), Domain::General, now)))
+        },
+    );
     c.bench_function(
         "level 4: GP + EI over theta_acc on 130,000 observations",
         |b| {
@@ -80,6 +97,10 @@ fn bench_ingest(c: &mut Criterion) {
         })
         .collect();
     let args = json!({"observations": observations});
+    c.bench_function(
+        "record_calibration_observations: parse 10,000 observations",
+        |b| b.iter(|| black_box(wire::parse::<RecordInput>(&args).unwrap())),
+    );
     c.bench_function(
         "record_calibration_observations: 10,000 in one call (durable)",
         |b| {

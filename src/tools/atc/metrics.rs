@@ -1,0 +1,223 @@
+//! `get_calibration_metrics`: how well the recorded confidences of a recent period match their
+//! outcomes, and which recalibration levels are worth running.
+
+use chrono::{DateTime, Duration, Utc};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::output::{BinOut, MetricsOut, bins, recommendations};
+use super::{AtcDomain, EmbedderNo, LevelNo, level_list};
+use crate::service::atc::ObservationFilter;
+use crate::service::atc::advice::Assessment;
+use crate::service::atc::metrics::{CalibrationStatus, N_BINS};
+use crate::service::vocab::Domain;
+use crate::tools::wire::{Choice, OneOf, Timestamp, Validate};
+use crate::tools::{Annotations, Answer, ReadCtx, ReadTool, ToolDef, ToolError};
+
+/// How far back `get_calibration_metrics` looks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Timeframe {
+    /// The last hour.
+    Hour,
+    /// The last 24 hours.
+    Day,
+    /// The last 7 days.
+    Week,
+    /// The last 30 days.
+    Month,
+}
+
+impl Timeframe {
+    /// The length of the period.
+    pub fn duration(self) -> Duration {
+        match self {
+            Timeframe::Hour => Duration::hours(1),
+            Timeframe::Day => Duration::hours(24),
+            Timeframe::Week => Duration::days(7),
+            Timeframe::Month => Duration::days(30),
+        }
+    }
+}
+
+impl Choice for Timeframe {
+    const ALL: &'static [Self] = &[
+        Timeframe::Hour,
+        Timeframe::Day,
+        Timeframe::Week,
+        Timeframe::Month,
+    ];
+    const CASE_INSENSITIVE: bool = true;
+    fn name(self) -> &'static str {
+        match self {
+            Timeframe::Hour => "1h",
+            Timeframe::Day => "24h",
+            Timeframe::Week => "7d",
+            Timeframe::Month => "30d",
+        }
+    }
+}
+
+/// `get_calibration_metrics`.
+pub struct GetCalibrationMetrics;
+
+/// Arguments of `get_calibration_metrics`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MetricsInput {
+    /// Only observations whose timestamp lies within this period before now: 1h, 24h, 7d or
+    /// 30d (default 24h).
+    #[schemars(extend("default" = "24h"))]
+    pub timeframe: Option<OneOf<Timeframe>>,
+    /// Optional, leave out for every domain: only this domain's observations (any case). Also
+    /// the domain whose drift and level 4 schedule are reported (default General).
+    pub domain: Option<OneOf<AtcDomain>>,
+    /// Optional, leave out for every embedder: only this embedder's observations (1–13).
+    pub embedder_id: Option<EmbedderNo>,
+    /// Include the reliability bins (confidence vs accuracy per bin), raw and calibrated.
+    /// Default false.
+    #[schemars(extend("default" = false))]
+    pub include_bins: Option<bool>,
+}
+
+impl Validate for MetricsInput {}
+
+/// The answer of `get_calibration_metrics`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct MetricsAnswer {
+    /// The period measured.
+    pub timeframe: OneOf<Timeframe>,
+    /// Its start (UTC): observations at or after this time count.
+    pub since: Timestamp,
+    /// The domain filter; null for every domain.
+    pub domain: Option<OneOf<AtcDomain>>,
+    /// The embedder filter; null for every embedder.
+    pub embedder_id: Option<u8>,
+    /// Observations measured.
+    pub observation_count: usize,
+    /// Calibration after each embedder's temperature scaling (what the thresholds see); null
+    /// without observations.
+    pub metrics: Option<MetricsOut>,
+    /// Calibration of the confidences as reported; null without observations.
+    pub raw_metrics: Option<MetricsOut>,
+    /// Status band of `metrics`; null without observations.
+    pub status: Option<OneOf<CalibrationStatus>>,
+    /// Whether some recalibration level is worth running.
+    pub should_recalibrate: bool,
+    /// The levels worth running, ascending: from the status band (Good: 2; Acceptable: 2, 3;
+    /// Poor, Critical: 2, 4) and from drift; level 2 only while refitting the temperatures
+    /// would change one by more than 1 %.
+    pub recommended_levels: Vec<LevelNo>,
+    /// What the status means and one sentence per recommended level.
+    pub recommendations: Vec<String>,
+    /// Whether threshold optimisation (level 4) is due for the domain; false when no
+    /// observation was measured.
+    pub should_optimize_level4: bool,
+    /// Reliability bins, when asked for with include_bins.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reliability: Option<Reliability>,
+}
+
+/// Reliability bins, raw and calibrated (empty lists without observations).
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Reliability {
+    /// Of the confidences as reported.
+    pub raw: Vec<BinOut>,
+    /// Of the temperature-scaled confidences.
+    pub calibrated: Vec<BinOut>,
+}
+
+impl ToolDef for GetCalibrationMetrics {
+    const NAME: &'static str = "get_calibration_metrics";
+    const TITLE: &'static str = "Calibration metrics";
+    fn description() -> String {
+        let bands: Vec<String> = CalibrationStatus::BANDS
+            .iter()
+            .map(|(s, below)| format!("{} below {below}", s.as_str()))
+            .collect();
+        format!(
+            "Measure how well recorded confidences match outcomes over a recent period: \
+             expected and maximum calibration error (ECE, MCE, over {N_BINS} equal-width \
+             confidence bins) and Brier score of the observations in the timeframe (1h, 24h, 7d \
+             or 30d; default 24h), as reported and after temperature scaling, optionally for \
+             one domain or embedder. Returns the status band ({}, else Critical), the \
+             recalibration levels worth running with a sentence each, and per-bin reliability \
+             data when include_bins is true. Read-only.",
+            bands.join(", ")
+        )
+    }
+    const ANNOTATIONS: Annotations = Annotations {
+        read_only: true,
+        destructive: false,
+        idempotent: true,
+    };
+    type Input = MetricsInput;
+    type Output = MetricsAnswer;
+
+    fn example() -> Value {
+        json!({"timeframe": "7d", "domain": "Code", "include_bins": true})
+    }
+}
+
+impl ReadTool for GetCalibrationMetrics {
+    fn run(ctx: &ReadCtx<'_>, input: MetricsInput) -> Result<Answer<MetricsAnswer>, ToolError> {
+        let timeframe = input.timeframe.map_or(Timeframe::Day, OneOf::get);
+        let domain = input.domain.map(|d| d.get().0);
+        let since = ctx.now - timeframe.duration();
+        let filter = ObservationFilter {
+            since: Some(since),
+            domain,
+            embedder_id: input.embedder_id.map(|e| e.get() as u8),
+        };
+        let a = ctx
+            .svc
+            .atc
+            .assess(&filter, domain.unwrap_or(Domain::General), ctx.now);
+        let include_bins = input.include_bins.unwrap_or(false);
+        Ok(Answer::ok(answer(
+            timeframe,
+            since,
+            &filter,
+            &a,
+            include_bins,
+        )))
+    }
+}
+
+fn answer(
+    timeframe: Timeframe,
+    since: DateTime<Utc>,
+    filter: &ObservationFilter,
+    a: &Assessment,
+    include_bins: bool,
+) -> MetricsAnswer {
+    let (raw, calibrated) = (a.metrics.raw.as_ref(), a.metrics.calibrated.as_ref());
+    let mut recommendations = recommendations(a.status, &a.levels);
+    if a.status.is_none() {
+        recommendations.insert(
+            0,
+            format!(
+                "No observations in the last {}: record some with record_calibration_observations.",
+                timeframe.name()
+            ),
+        );
+    }
+    MetricsAnswer {
+        timeframe: OneOf(timeframe),
+        since: Timestamp(since),
+        domain: filter.domain.map(|d| OneOf(AtcDomain(d))),
+        embedder_id: filter.embedder_id,
+        observation_count: raw.map_or(0, |m| m.count),
+        metrics: calibrated.map(MetricsOut::from),
+        raw_metrics: raw.map(MetricsOut::from),
+        status: a.status.map(OneOf),
+        should_recalibrate: !a.levels.is_empty(),
+        recommended_levels: level_list(&a.levels),
+        recommendations,
+        should_optimize_level4: a.should_optimize_level4,
+        reliability: include_bins.then(|| Reliability {
+            raw: bins(raw),
+            calibrated: bins(calibrated),
+        }),
+    }
+}

@@ -1,0 +1,331 @@
+//! `trigger_recalibration`: run one level now. A thin handler over
+//! [`AtcState::recalibrate`](crate::service::atc::state::AtcState), which returns the typed
+//! report this file shapes; the handler persists the state and notes the change in the
+//! directive history.
+
+use rand::SeedableRng;
+use rand::rngs::StdRng;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::levels::{LevelDetail, detail};
+use super::output::{MetricsPairOut, recommendations};
+use super::{AtcDomain, DEFAULT_DOMAIN, LEVEL_HINT, LevelNo, level_list};
+use crate::service::Family;
+use crate::service::atc::RunMode;
+use crate::service::atc::bandit::CANDIDATES;
+use crate::service::atc::level4::MIN_OBSERVATIONS;
+use crate::service::atc::recalibrate::{Action, Level, LevelReport, MetricsScope, Recalibration};
+use crate::service::atc::state::Level4Outcome;
+use crate::service::atc::temperature::{CV_FOLDS, MIN_SAMPLES};
+use crate::service::lessons::DEFAULT_ACTOR;
+use crate::service::vocab::{Domain, NUM_EMBEDDERS};
+use crate::store::atc as atc_store;
+use crate::store::directives::{self, Directive, InterventionType};
+use crate::tools::wire::{Int, OneOf, Validate};
+use crate::tools::{Annotations, Answer, ToolDef, ToolError, WriteCtx, WriteTool};
+
+/// Largest `seed`: 2^53 − 1, the largest integer every JSON reader keeps exactly.
+pub const MAX_SEED: i64 = 9_007_199_254_740_991;
+
+/// `trigger_recalibration`.
+pub struct TriggerRecalibration;
+
+/// Arguments of `trigger_recalibration`. `reset` and `seed` apply to level 3 only (the schema
+/// says so with `if`/`else` on `level`).
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(extend(
+    "required" = ["level"],
+    "allOf" = [{
+        "if": {"required": ["level"], "properties": {"level": {"const": 3}}},
+        "else": {"not": {"anyOf": [{"required": ["reset"]}, {"required": ["seed"]}]}}
+    }]
+))]
+pub struct RecalibrateInput {
+    /// Required. 1: report drift (changes nothing). 2: refit every embedder's temperature.
+    /// 3: select the domain's session threshold by Thompson sampling. 4: optimise the domain's
+    /// theta_acc.
+    pub level: Option<LevelNo>,
+    /// The domain (any case) whose drift, bandit, thresholds and observations levels 1, 3 and
+    /// 4 use; level 2 refits every embedder on all its observations. Default General.
+    #[schemars(extend("default" = DEFAULT_DOMAIN))]
+    pub domain: Option<OneOf<AtcDomain>>,
+    /// Compute and report without changing anything. Default false.
+    #[schemars(extend("default" = false))]
+    pub dry_run: Option<bool>,
+    /// Level 3 only; optional, leave out unless the bandit's statistics are stale: forget them
+    /// before selecting. Default false.
+    #[schemars(extend("default" = false))]
+    pub reset: Option<bool>,
+    /// Level 3 only; optional, leave out unless you need a reproducible selection: seed of the
+    /// random draw. Default random.
+    pub seed: Option<Int<0, MAX_SEED>>,
+}
+
+impl RecalibrateInput {
+    /// The level asked for, with the seed's message when it is missing.
+    fn level(&self) -> Result<Level, ToolError> {
+        match self.level {
+            None => Err(ToolError::invalid(format!(
+                "Missing required 'level' parameter. {LEVEL_HINT}"
+            ))),
+            Some(LevelNo(1)) => Ok(Level::Drift),
+            Some(LevelNo(2)) => Ok(Level::Temperature),
+            Some(LevelNo(3)) => Ok(Level::Bandit {
+                reset: self.reset.unwrap_or(false),
+            }),
+            Some(_) => Ok(Level::Optimizer),
+        }
+    }
+}
+
+impl Validate for RecalibrateInput {
+    fn validate(&self) -> Result<(), ToolError> {
+        let level = self.level()?.number();
+        for (field, given) in [
+            ("reset", self.reset.is_some()),
+            ("seed", self.seed.is_some()),
+        ] {
+            if given && level != 3 {
+                return Err(ToolError::invalid(format!(
+                    "field '{field}' applies to level 3 only, got level {level}"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The answer of `trigger_recalibration`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct RecalibrationAnswer {
+    /// False when the level could not do its work (`error` says why); nothing is then noted
+    /// in the directive history.
+    pub success: bool,
+    /// What the level found and did.
+    pub recalibration: RecalibrationOut,
+    /// Which observations `metrics_before` and `metrics_after` cover: `all` (level 2) or the
+    /// domain's (`domain`).
+    pub metrics_scope: Scope,
+    /// Calibration of those observations before the run.
+    pub metrics_before: MetricsPairOut,
+    /// The same, after the run (measured on the same observations, so level 2's figures are
+    /// in sample; see `recalibration.ece_after_cross_validated`). Equal to `metrics_before`
+    /// for a dry run.
+    pub metrics_after: MetricsPairOut,
+    /// Why the level could not do its work; null on success.
+    pub error: Option<String>,
+    /// The levels still worth running on the same observations after this run (for a dry run,
+    /// nothing changed, so the current ones); level 2 only while a refit would change a
+    /// temperature.
+    pub recommended_levels: Vec<LevelNo>,
+    /// What the status means and one sentence per level still worth running.
+    pub recommendations: Vec<String>,
+}
+
+/// Which observations the metrics cover.
+#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    /// Every observation (level 2 refits every embedder).
+    All,
+    /// The domain's observations.
+    Domain,
+}
+
+/// What the level did.
+#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ActionName {
+    /// Level 1 reported drift.
+    Reported,
+    /// A dry run computed without changing anything (level 2, or level 4 that found no strict
+    /// improvement).
+    Computed,
+    /// Level 2 replaced the temperatures.
+    Recalibrated,
+    /// Level 3 selected a session threshold.
+    Selected,
+    /// Level 4 did not run.
+    Skipped,
+    /// Level 4 applied a better theta_acc.
+    Optimized,
+    /// Level 4 ran and kept theta_acc.
+    Unchanged,
+}
+
+impl From<Action> for ActionName {
+    fn from(a: Action) -> Self {
+        match a {
+            Action::Reported => ActionName::Reported,
+            Action::Computed => ActionName::Computed,
+            Action::Recalibrated => ActionName::Recalibrated,
+            Action::Selected => ActionName::Selected,
+            Action::Skipped => ActionName::Skipped,
+            Action::Optimized => ActionName::Optimized,
+            Action::Unchanged => ActionName::Unchanged,
+        }
+    }
+}
+
+/// The level's report: the fields every level has, then its own.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct RecalibrationOut {
+    /// The level run, 1–4.
+    pub level: LevelNo,
+    /// Its name.
+    pub level_name: &'static str,
+    /// What it did.
+    pub action: ActionName,
+    /// One sentence saying what happened.
+    pub description: String,
+    /// The domain.
+    pub domain: OneOf<AtcDomain>,
+    /// Whether this was a dry run.
+    pub dry_run: bool,
+    /// The level's own fields.
+    #[serde(flatten)]
+    pub detail: LevelDetail,
+}
+
+/// One sentence saying what happened.
+fn description(r: &Recalibration) -> String {
+    let dry = r.mode == RunMode::DryRun;
+    match &r.report {
+        LevelReport::Drift(_) => {
+            "Level 1 runs continuously on every observation; current drift scores reported."
+                .to_string()
+        }
+        LevelReport::Temperature(t) => format!(
+            "Temperature scaling fitted for {} of {NUM_EMBEDDERS} embedders (NLL minimised within each embedder's range).",
+            t.fitted()
+        ),
+        LevelReport::Bandit(b) => format!(
+            "Thompson sampling over the {} bandit selected {:.2} as the session threshold ({} outcomes recorded).",
+            r.domain.display_name(),
+            b.selection.threshold,
+            b.bandit.total_pulls()
+        ),
+        LevelReport::Optimizer(o) => match &o.outcome {
+            Level4Outcome::Skipped(_) => "Bayesian optimisation did not run.".to_string(),
+            Level4Outcome::Ran {
+                optimum: m,
+                applied: Some(c),
+            } => format!(
+                "theta_acc {:.4} -> {:.4}: balanced accuracy {:.4} -> {:.4}.",
+                c.theta_acc.0, c.theta_acc.1, m.current_balanced_accuracy, m.balanced_accuracy
+            ),
+            Level4Outcome::Ran { optimum: m, .. } => format!(
+                "Best theta_acc {:.4} scores balanced accuracy {:.4} vs {:.4} at the current {:.4}; {}.",
+                m.theta,
+                m.balanced_accuracy,
+                m.current_balanced_accuracy,
+                m.current_theta,
+                if dry {
+                    "dry run, nothing applied"
+                } else {
+                    "not strictly better, kept"
+                }
+            ),
+        },
+    }
+}
+
+impl From<&Recalibration> for RecalibrationAnswer {
+    fn from(r: &Recalibration) -> Self {
+        let error = r.failure();
+        let status = r.after.calibrated.as_ref().map(|m| m.status());
+        RecalibrationAnswer {
+            success: error.is_none(),
+            recalibration: RecalibrationOut {
+                level: LevelNo(r.level.number()),
+                level_name: r.level.name(),
+                action: r.action().into(),
+                description: description(r),
+                domain: OneOf(AtcDomain(r.domain)),
+                dry_run: r.mode == RunMode::DryRun,
+                detail: detail(r),
+            },
+            metrics_scope: match r.scope {
+                MetricsScope::All => Scope::All,
+                MetricsScope::Domain => Scope::Domain,
+            },
+            metrics_before: (&r.before).into(),
+            metrics_after: (&r.after).into(),
+            error,
+            recommended_levels: level_list(&r.recommended_levels),
+            recommendations: recommendations(status, &r.recommended_levels),
+        }
+    }
+}
+
+impl ToolDef for TriggerRecalibration {
+    const NAME: &'static str = "trigger_recalibration";
+    const TITLE: &'static str = "Trigger recalibration";
+    fn description() -> String {
+        format!(
+            "Run one recalibration level now, usually one that get_calibration_metrics \
+             recommends. Destructive: levels 2-4 overwrite learned calibration (temperatures, \
+             the session threshold and bandit statistics, theta_acc) unless dry_run is true, so \
+             try dry_run first. Level 1 reports drift and changes nothing. Level 2 refits each \
+             embedder's temperature on its observations (at least {MIN_SAMPLES} needed) and \
+             reports the calibration error after both on the fitting data and cross-validated \
+             over {CV_FOLDS} folds. Level 3 picks the domain's session threshold from \
+             {CANDIDATES:?} by Thompson sampling (reset and seed apply to level 3 only). Level \
+             4 searches theta_acc for the best balanced accuracy on the domain's observations \
+             (at least {MIN_OBSERVATIONS}) and applies it when strictly better. Returns \
+             metrics measured before and after, what changed, and the levels still worth \
+             running; applied changes are noted in the directive history."
+        )
+    }
+    const ANNOTATIONS: Annotations = Annotations {
+        read_only: false,
+        destructive: true,
+        idempotent: false,
+    };
+    type Input = RecalibrateInput;
+    type Output = RecalibrationAnswer;
+
+    fn example() -> Value {
+        json!({"level": 2, "domain": "Code", "dry_run": true})
+    }
+}
+
+impl WriteTool for TriggerRecalibration {
+    const FAMILIES: &'static [Family] = &[Family::Atc];
+
+    fn run(
+        ctx: &mut WriteCtx<'_>,
+        input: RecalibrateInput,
+    ) -> Result<Answer<RecalibrationAnswer>, ToolError> {
+        let level = input.level()?;
+        let domain = input.domain.map_or(Domain::General, |d| d.get().0);
+        let mode = if input.dry_run.unwrap_or(false) {
+            RunMode::DryRun
+        } else {
+            RunMode::Apply
+        };
+        let seed = input.seed.map_or_else(rand::random, |s| s.get() as u64);
+        let mut rng = StdRng::seed_from_u64(seed);
+        let r = ctx
+            .svc
+            .atc
+            .recalibrate(level, domain, mode, ctx.now, &mut rng);
+        if r.changed_state() {
+            atc_store::save(ctx.db, &ctx.svc.atc)?;
+        }
+        if let Some(note) = r.note() {
+            let d = Directive::new(
+                None,
+                InterventionType::Override,
+                note,
+                DEFAULT_ACTOR,
+                ctx.now,
+            );
+            directives::insert(ctx.db, &d)?;
+        }
+        Ok(Answer::ok((&r).into()))
+    }
+}
