@@ -572,3 +572,272 @@ fn two_processes_on_one_database_see_each_others_observations() {
     assert_eq!(sa["embedders"], sb["embedders"]);
     assert_eq!(f(&sa["embedders"][1]["temperature"]), t2);
 }
+
+/// The 20 observations of the hand-computed cross-validation case (service
+/// `temperature::tests::cross_validation_by_hand`): E1 at confidence 0.8, folds of four in the
+/// order sent, `[✓✓✓✓] [✓✓✓✓] [✓✓✓✓] [✓✓✗✗] [✓✓✗✗]`.
+fn twenty_by_fold() -> Value {
+    let obs: Vec<Value> = (0..20)
+        .map(|i| json!({"embedder_id": 1, "confidence": 0.8, "correct": i < 12 || i % 4 < 2}))
+        .collect();
+    json!({ "observations": obs })
+}
+
+#[test]
+fn level2_reports_the_ece_after_in_sample_and_cross_validated() {
+    let mut s = Server::start();
+    ok(&mut s, "record_calibration_observations", twenty_by_fold());
+    let r = ok(&mut s, "trigger_recalibration", json!({"level": 2}));
+    let rc = &r["recalibration"];
+    // In sample T = 1 makes every confidence equal the accuracy 0.8: ECE 0. Out of fold the
+    // temperatures fitted on the other folds predict 0.75 for twelve right answers and 0.875
+    // for eight of which four are right: ECE = 0.6·0.25 + 0.4·0.375 = 0.3.
+    assert_eq!(rc["cv_folds"], 5);
+    assert!(f(&rc["ece_after_in_sample"]) < TOL, "{rc}");
+    assert!(
+        (f(&rc["ece_after_cross_validated"]) - 0.3).abs() < TOL,
+        "{rc}"
+    );
+    let e1 = &rc["temperatures"][0];
+    assert!((f(&e1["temperature_after"]) - 1.0).abs() < TOL);
+    assert_eq!(e1["ece_after"], e1["ece_after_in_sample"]);
+    assert!((f(&e1["ece_after_cross_validated"]) - 0.3).abs() < TOL);
+    assert_eq!(
+        rc["temperatures"][1]["ece_after_cross_validated"],
+        Value::Null
+    );
+    assert!(
+        (f(&r["metrics_after"]["calibrated"]["ece"]) - f(&rc["ece_after_in_sample"])).abs() < TOL
+    );
+}
+
+#[test]
+fn after_level2_level2_is_no_longer_recommended() {
+    let mut s = Server::start();
+    // 80 % right at 0.9 (over-confident) and 90 % right at 0.65 (under-confident): one
+    // temperature cannot fix both, so calibration stays Poor after Level 2.
+    let obs: Vec<Value> = (0..60)
+        .flat_map(|i| {
+            [
+                json!({"embedder_id": 1, "confidence": 0.9, "correct": i % 10 < 8}),
+                json!({"embedder_id": 1, "confidence": 0.65, "correct": i % 10 < 9}),
+            ]
+        })
+        .collect();
+    ok(
+        &mut s,
+        "record_calibration_observations",
+        json!({"observations": obs}),
+    );
+    let before = ok(&mut s, "get_calibration_metrics", json!({}));
+    assert!(
+        before["recommended_levels"]
+            .as_array()
+            .unwrap()
+            .contains(&json!(2)),
+        "{before}"
+    );
+    let r = ok(&mut s, "trigger_recalibration", json!({"level": 2}));
+    let after = ok(&mut s, "get_calibration_metrics", json!({}));
+    assert_ne!(
+        after["status"], "Excellent",
+        "the case needs data Level 2 cannot fix"
+    );
+    for (what, levels, advice) in [
+        ("trigger", &r["recommended_levels"], &r["recommendations"]),
+        (
+            "metrics",
+            &after["recommended_levels"],
+            &after["recommendations"],
+        ),
+    ] {
+        assert!(
+            !levels.as_array().unwrap().contains(&json!(2)),
+            "{what}: {levels}"
+        );
+        assert!(
+            advice
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|a| !a.as_str().unwrap().contains("level 2")),
+            "{what}: {advice}"
+        );
+        assert!(
+            levels.as_array().unwrap().contains(&json!(4)),
+            "{what}: {levels}"
+        );
+    }
+    // A dry run changes nothing, so Level 2 stays recommended after one.
+    let mut s = Server::start();
+    ok(
+        &mut s,
+        "record_calibration_observations",
+        json!({"observations": obs}),
+    );
+    let dry = ok(
+        &mut s,
+        "trigger_recalibration",
+        json!({"level": 2, "dry_run": true}),
+    );
+    assert!(
+        dry["recommended_levels"]
+            .as_array()
+            .unwrap()
+            .contains(&json!(2)),
+        "{dry}"
+    );
+}
+
+#[test]
+fn an_empty_window_does_not_call_for_level4_and_times_are_utc_micros() {
+    let mut s = Server::start();
+    let three_days_ago = (Utc::now() - Duration::days(3)).to_rfc3339();
+    let obs: Vec<Value> = (0..30)
+        .map(|i| {
+            json!({"embedder_id": 2, "confidence": 0.9, "correct": i % 2 == 0,
+                   "timestamp": three_days_ago})
+        })
+        .collect();
+    ok(
+        &mut s,
+        "record_calibration_observations",
+        json!({"observations": obs}),
+    );
+    let week = ok(
+        &mut s,
+        "get_calibration_metrics",
+        json!({"timeframe": "7d"}),
+    );
+    assert_eq!(week["observation_count"], 30);
+    assert_eq!(week["should_optimize_level4"], true, "{week}");
+    let hour = ok(
+        &mut s,
+        "get_calibration_metrics",
+        json!({"timeframe": "1h"}),
+    );
+    assert_eq!(hour["observation_count"], 0);
+    assert_eq!(hour["status"], Value::Null);
+    assert_eq!(hour["should_optimize_level4"], false, "{hour}");
+    // Timestamps on the wire: RFC 3339, UTC, `Z`, microseconds.
+    let utc_micros = |v: &Value| {
+        let t = v.as_str().unwrap_or_else(|| panic!("not a string: {v}"));
+        assert!(t.ends_with('Z') && t.len() == 27, "{t}");
+    };
+    utc_micros(&hour["since"]);
+    ok(&mut s, "trigger_recalibration", json!({"level": 4}));
+    let st = ok(&mut s, "get_threshold_status", json!({}));
+    utc_micros(&st["last_level4_run"]);
+}
+
+/// The published input schema and the server agree on every edge value of every field (the
+/// generic property test runs more cases after merging; this one pins the ATC rules).
+#[test]
+fn schemas_and_server_agree_on_edge_values() {
+    let mut s = Server::start();
+    let list = s.request("tools/list", Value::Null);
+    let schema = |name: &str| {
+        let tool = list["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == name)
+            .unwrap();
+        jsonschema::validator_for(&tool["inputSchema"]).unwrap()
+    };
+    let edges = [
+        json!(null),
+        json!(""),
+        json!("   "),
+        json!("code"),
+        json!(" code "),
+        json!("CODE"),
+        json!("General"),
+        json!("24H"),
+        json!("2h"),
+        json!("theta_acc"),
+        json!("THETA_ACC"),
+        json!("2024-01-15T10:30:00Z"),
+        json!("2024-01-15 10:30:00Z"),
+        json!(0),
+        json!(1),
+        json!(2),
+        json!(3),
+        json!(3.0),
+        json!(4),
+        json!(5),
+        json!(2.5),
+        json!(-1),
+        json!(0.5),
+        json!(1.5),
+        json!(13),
+        json!(14),
+        json!(1e16),
+        json!(9_007_199_254_740_991_i64),
+        json!(true),
+        json!(false),
+        json!([]),
+        json!({}),
+    ];
+    let mut cases: Vec<(&str, Value)> = Vec::new();
+    for base in [json!({"level": 3}), json!({"level": 2}), json!({})] {
+        for field in ["level", "domain", "dry_run", "reset", "seed", "other"] {
+            for v in &edges {
+                let mut args = base.clone();
+                args[field] = v.clone();
+                cases.push(("trigger_recalibration", args));
+            }
+        }
+    }
+    for field in ["timeframe", "domain", "embedder_id", "include_bins"] {
+        for v in &edges {
+            cases.push(("get_calibration_metrics", json!({ field: v })));
+        }
+    }
+    for field in ["domain", "embedder_id"] {
+        for v in &edges {
+            cases.push(("get_threshold_status", json!({ field: v })));
+        }
+    }
+    let good = json!({"embedder_id": 1, "confidence": 0.5, "correct": true});
+    for field in [
+        "embedder_id",
+        "confidence",
+        "correct",
+        "domain",
+        "threshold_name",
+        "threshold_used",
+        "timestamp",
+    ] {
+        for v in &edges {
+            let mut o = good.clone();
+            o[field] = v.clone();
+            cases.push((
+                "record_calibration_observations",
+                json!({"observations": [o]}),
+            ));
+        }
+    }
+    for v in &edges {
+        cases.push((
+            "record_calibration_observations",
+            json!({ "observations": v }),
+        ));
+        cases.push((
+            "record_calibration_observations",
+            json!({ "observations": [v] }),
+        ));
+    }
+    let mut checked = 0;
+    for (tool, args) in cases {
+        let validator = schema(tool);
+        let r = s.call(tool, args.clone());
+        let server_ok = r.get("result").is_some();
+        if !server_ok {
+            assert_eq!(r["error"]["code"], -32602, "{tool} {args}: {r}");
+        }
+        assert_eq!(validator.is_valid(&args), server_ok, "{tool} {args}: {r}");
+        checked += 1;
+    }
+    assert!(checked > 800, "{checked}");
+}
