@@ -324,7 +324,7 @@ pub enum RunMode {
 }
 
 /// The whole ATC state. Fields are plain so the store can persist and rebuild them exactly;
-/// per-domain vectors are indexed by [`domain_index`], per-embedder ones by `embedder_id − 1`.
+/// per-domain vectors are indexed by [`Domain::index`], per-embedder ones by `embedder_id − 1`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AtcState {
     /// Current thresholds, one set per domain (6).
