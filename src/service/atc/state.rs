@@ -627,42 +627,43 @@ impl AtcState {
                 .map(|o| temperature::signed_logit(o.confidence, o.correct))
                 .collect();
             let before = self.temperature(e);
-            let measure = |temp: f64| {
-                if t.is_empty() {
-                    return (None, None);
-                }
-                let ece = CalibrationMetrics::compute(window.iter().zip(&t).map(|(o, &ti)| {
+            // z = logit(p) = ±t; the calibrated confidence at T is σ(z / T).
+            let scaled = |temp: f64| {
+                window.iter().zip(&t).map(move |(o, &ti)| {
                     let z = if o.correct { ti } else { -ti };
                     (temperature::sigmoid(z / temp), o.correct)
-                }))
-                .ok()
-                .map(|m| m.ece);
-                (Some(temperature::nll_signed(&t, temp)), ece)
+                })
             };
-            let (nll_before, ece_before) = measure(before);
-            let fit = temperature::fit_signed_logits(&t, range);
-            let (after, at_bound, skipped) = match fit {
-                TemperatureFit::Fitted(f) => (f.temperature, f.at_bound, None),
-                TemperatureFit::Skipped(why) => (before, None, Some(why)),
-            };
-            let (nll_after, ece_after) = measure(after);
-            // z = logit(p) = ±t; the calibrated confidence at T is σ(z / T).
-            let scaled = |i: usize, temp: f64| {
-                let correct = window[i].correct;
-                let z = if correct { t[i] } else { -t[i] };
-                (temperature::sigmoid(z / temp), correct)
-            };
-            in_sample.extend((0..t.len()).map(|i| scaled(i, after)));
-            let ece_after_cross_validated = if skipped.is_none() {
-                let start = out_of_fold.len();
-                for (fold, temp) in temperature::fold_temperatures(&t, range, before, CV_FOLDS) {
-                    out_of_fold.extend(fold.map(|i| scaled(i, temp)));
-                }
-                CalibrationMetrics::compute(out_of_fold[start..].iter().copied())
+            let ece = |pairs: &[(f64, bool)]| {
+                CalibrationMetrics::compute(pairs.iter().copied())
                     .ok()
                     .map(|m| m.ece)
+            };
+            let nll = |temp: f64| (!t.is_empty()).then(|| temperature::nll_signed(&t, temp));
+            let nll_before = nll(before);
+            let ece_before = ece(&scaled(before).collect::<Vec<_>>());
+            // Started from the current temperature, which is usually near the optimum.
+            let fit = temperature::fit_signed_logits_from(&t, range, before);
+            let (after, nll_after, at_bound, skipped) = match fit {
+                TemperatureFit::Fitted(f) => (f.temperature, Some(f.nll), f.at_bound, None),
+                TemperatureFit::Skipped(why) => (before, nll_before, None, Some(why)),
+            };
+            let after_pairs: Vec<(f64, bool)> = scaled(after).collect();
+            let ece_after = ece(&after_pairs);
+            in_sample.extend_from_slice(&after_pairs);
+            let ece_after_cross_validated = if skipped.is_none() {
+                let start = out_of_fold.len();
+                let per_fold = temperature::fold_temperatures(&t, range, after, before, CV_FOLDS);
+                for (fold, temp) in per_fold {
+                    let held_out = fold.map(|i| {
+                        let z = if window[i].correct { t[i] } else { -t[i] };
+                        (temperature::sigmoid(z / temp), window[i].correct)
+                    });
+                    out_of_fold.extend(held_out);
+                }
+                ece(&out_of_fold[start..])
             } else {
-                out_of_fold.extend((0..t.len()).map(|i| scaled(i, before)));
+                out_of_fold.extend_from_slice(&after_pairs);
                 None
             };
             if mode == RunMode::Apply {

@@ -317,6 +317,91 @@ pub fn fit_signed_logits(t: &[f64], range: TemperatureRange) -> TemperatureFit {
     fitted(range.clamp(1.0 / x), None, iterations)
 }
 
+/// [`fit_signed_logits`] started from the temperature `start` (clamped into the range) instead
+/// of the middle of the range, for Level 2, which refits the current temperature and then
+/// each cross-validation fold starting from the fit on the whole window. Newton's method in
+/// `β = 1/T`, safeguarded by bisection; a range bound is evaluated only when an iterate
+/// reaches it (a bound is the optimum when the derivative there points out of the range:
+/// `g(1/hi) ≥ 0` gives `hi`, `g(1/lo) ≤ 0` gives `lo`). Same optimum and stopping rule as
+/// the cold start; from a start near the optimum it needs about four derivative evaluations
+/// instead of two bound checks plus the climb from the middle.
+pub fn fit_signed_logits_from(t: &[f64], range: TemperatureRange, start: f64) -> TemperatureFit {
+    match optimum_from(t, range, start) {
+        Ok((temperature, at_bound, iterations)) => TemperatureFit::Fitted(FittedTemperature {
+            temperature,
+            nll: nll_signed(t, temperature),
+            at_bound,
+            iterations,
+        }),
+        Err(why) => TemperatureFit::Skipped(why),
+    }
+}
+
+/// The optimum of [`fit_signed_logits_from`]: `(temperature, bound, iterations)`, without the
+/// NLL at the optimum (one pass over `t` that cross-validation does not need).
+fn optimum_from(
+    t: &[f64],
+    range: TemperatureRange,
+    start: f64,
+) -> Result<(f64, Option<RangeBound>, usize), SkipReason> {
+    if t.len() < MIN_SAMPLES {
+        return Err(SkipReason::TooFewSamples {
+            have: t.len(),
+            need: MIN_SAMPLES,
+        });
+    }
+    if t.iter().all(|&ti| ti == 0.0) {
+        return Err(SkipReason::Uninformative);
+    }
+    let (beta_min, beta_max) = (1.0 / range.hi, 1.0 / range.lo);
+    // The optimum lies in [a, b]; an end still equal to a range bound may be unverified.
+    let (mut a, mut b) = (beta_min, beta_max);
+    let mut x = (1.0 / start).clamp(beta_min, beta_max);
+    let mut iterations = 0;
+    loop {
+        let (g, h) = nll_derivatives(t, x);
+        iterations += 1;
+        if x == beta_min && g >= 0.0 {
+            return Ok((range.hi, Some(RangeBound::Upper), iterations));
+        }
+        if x == beta_max && g <= 0.0 {
+            return Ok((range.lo, Some(RangeBound::Lower), iterations));
+        }
+        if g == 0.0 {
+            break;
+        }
+        if g < 0.0 {
+            a = x;
+        } else {
+            b = x;
+        }
+        let newton = x - g / h;
+        if h > 0.0 && (newton / x).ln().abs() < LOG_T_TOLERANCE.sqrt() {
+            // Converged: near the optimum Newton's error after a step s is of order s², so a
+            // step under √tolerance lands within the tolerance. (Testing the bracket below
+            // would reject it, x being an end of the bracket by now, and bisect instead.)
+            x = newton.clamp(beta_min, beta_max);
+            break;
+        }
+        let next = if h > 0.0 && newton > a && newton < b {
+            newton
+        } else if h > 0.0 && g < 0.0 && newton >= b && b == beta_max {
+            // Newton points past the smallest temperature: test that bound.
+            beta_max
+        } else if h > 0.0 && g > 0.0 && newton <= a && a == beta_min {
+            beta_min
+        } else {
+            (a * b).sqrt()
+        };
+        let step = (next / x).ln().abs();
+        x = next;
+        if step < LOG_T_TOLERANCE || (b / a).ln() < LOG_T_TOLERANCE || iterations >= 200 {
+            break;
+        }
+    }
+    Ok((range.clamp(1.0 / x), None, iterations))
+}
+
 /// The first and second derivatives of the mean NLL in `β = 1/T` (see [`fit_temperature`]):
 /// `g(β) = −(1/N) Σ t_i σ(−t_i β)` and `g'(β) = (1/N) Σ t_i² σ(t_i β) σ(−t_i β)`.
 fn nll_derivatives(t: &[f64], beta: f64) -> (f64, f64) {
@@ -370,11 +455,12 @@ pub fn folds(n: usize, k: usize) -> Vec<std::ops::Range<usize>> {
 }
 
 /// The temperature of each cross-validation fold: for fold `j` of [`folds`]`(t.len(), k)`, the
-/// temperature [`fit_signed_logits`] fits on the other `k − 1` folds, or `fallback` when that
-/// fit is skipped (too few values, or uninformative), which is what Level 2 does with an
-/// embedder it cannot fit: keep the current temperature. Applying fold `j`'s temperature to
-/// fold `j` gives out-of-sample calibrated confidences (Guo et al. 2017 evaluate calibration on
-/// data the temperature was not fitted on).
+/// temperature fitted on the other `k − 1` folds ([`fit_signed_logits_from`] from `start`,
+/// the fit on all of `t`), or `fallback` when that fit is skipped (too few values, or
+/// uninformative), which is what Level 2 does with an embedder it cannot fit: keep the current
+/// temperature. Applying fold `j`'s temperature to fold `j` gives out-of-sample calibrated
+/// confidences (Guo et al. 2017 evaluate calibration on data the temperature was not fitted
+/// on).
 ///
 /// Contiguous folds in the order given (for Level 2, the order the observations were received)
 /// need no randomness, so a report can be reproduced exactly, and each held-out fold is a
@@ -383,6 +469,7 @@ pub fn folds(n: usize, k: usize) -> Vec<std::ops::Range<usize>> {
 pub fn fold_temperatures(
     t: &[f64],
     range: TemperatureRange,
+    start: f64,
     fallback: f64,
     k: usize,
 ) -> Vec<(std::ops::Range<usize>, f64)> {
@@ -393,10 +480,7 @@ pub fn fold_temperatures(
             train.clear();
             train.extend_from_slice(&t[..fold.start]);
             train.extend_from_slice(&t[fold.end..]);
-            let temperature = match fit_signed_logits(&train, range) {
-                TemperatureFit::Fitted(f) => f.temperature,
-                TemperatureFit::Skipped(_) => fallback,
-            };
+            let temperature = optimum_from(&train, range, start).map_or(fallback, |(t, ..)| t);
             (fold, temperature)
         })
         .collect()
@@ -635,6 +719,46 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn a_warm_start_finds_the_cold_optimum() {
+        let range = TemperatureRange::for_embedder(1).unwrap();
+        let cases: Vec<Vec<(f64, bool)>> = vec![
+            over_or_under_confident(1.5, 3000, 21),
+            over_or_under_confident(0.7, 3000, 22),
+            (0..40).map(|i| (0.8, i % 4 != 0)).collect(), // interior, closed form
+            (0..50).map(|i| (0.55 + i as f64 * 0.009, true)).collect(), // lower bound
+            (0..40).map(|i| (0.95, i % 2 == 0)).collect(), // upper bound
+        ];
+        for samples in &cases {
+            let t: Vec<f64> = samples.iter().map(|&(p, y)| signed_logit(p, y)).collect();
+            let TemperatureFit::Fitted(cold) = fit_signed_logits(&t, range) else {
+                panic!("skipped");
+            };
+            for start in [0.5, 0.6, 1.0, cold.temperature, 1.9, 2.0, 7.0] {
+                let TemperatureFit::Fitted(warm) = fit_signed_logits_from(&t, range, start) else {
+                    panic!("skipped");
+                };
+                assert_eq!(
+                    warm.at_bound, cold.at_bound,
+                    "start {start}: {warm:?} vs {cold:?}"
+                );
+                assert!(
+                    (warm.temperature / cold.temperature).ln().abs() < T_TOL,
+                    "start {start}: {warm:?} vs {cold:?}"
+                );
+            }
+        }
+        let few: Vec<f64> = vec![1.0; 9];
+        assert_eq!(
+            fit_signed_logits_from(&few, range, 1.0),
+            TemperatureFit::Skipped(SkipReason::TooFewSamples { have: 9, need: 10 })
+        );
+        assert_eq!(
+            fit_signed_logits_from(&[0.0; 12], range, 1.0),
+            TemperatureFit::Skipped(SkipReason::Uninformative)
+        );
+    }
+
+    #[test]
     fn folds_are_contiguous_and_cover_everything() {
         assert_eq!(folds(10, 5), vec![0..2, 2..4, 4..6, 6..8, 8..10]);
         assert_eq!(folds(7, 5), vec![0..1, 1..2, 2..4, 4..5, 5..7]);
@@ -662,7 +786,7 @@ pub(crate) mod tests {
             panic!("skipped");
         };
         assert!((full.temperature - 1.0).abs() < T_TOL);
-        let per_fold = fold_temperatures(&t, range, 1.0, CV_FOLDS);
+        let per_fold = fold_temperatures(&t, range, full.temperature, 1.0, CV_FOLDS);
         let expected = [
             4f64.ln() / 3f64.ln(),
             4f64.ln() / 3f64.ln(),
@@ -687,10 +811,10 @@ pub(crate) mod tests {
         }))
         .unwrap();
         assert!((out_of_fold.ece - 0.3).abs() < 1e-9, "{}", out_of_fold.ece);
-        // Training folds of 8 are under the minimum of 10: the fallback is used.
+        // Training folds of 7 or 8 are under the minimum of 10: the fallback is used.
         let few: Vec<f64> = t[..9].to_vec();
         assert!(
-            fold_temperatures(&few, range, 1.7, CV_FOLDS)
+            fold_temperatures(&few, range, 1.0, 1.7, CV_FOLDS)
                 .iter()
                 .all(|(_, temp)| *temp == 1.7)
         );
