@@ -65,8 +65,20 @@ pub fn parse<T: DeserializeOwned + Validate>(arguments: &Value) -> Result<T, Too
             )));
         }
     };
-    reject_nulls(arguments, &mut Vec::new())?;
-    let input: T = serde_path_to_error::deserialize(arguments).map_err(explain)?;
+    // The fast path allocates nothing for the path: only a refusal is explained with one (a
+    // 10,000-observation call spent two thirds of its parse building paths it never used).
+    if has_null(arguments) {
+        reject_nulls(arguments, &mut Vec::new())?;
+    }
+    let input: T = match T::deserialize(arguments) {
+        Ok(input) => input,
+        Err(_) => {
+            let e = serde_path_to_error::deserialize::<_, T>(arguments)
+                .err()
+                .expect("the same input fails the same way");
+            return Err(explain(e));
+        }
+    };
     input.validate()?;
     Ok(input)
 }
@@ -336,6 +348,18 @@ fn strip_null(v: &mut Value) {
         }
         Value::Array(a) => a.iter_mut().for_each(strip_null),
         _ => {}
+    }
+}
+
+/// Whether `v` holds a `null` anywhere (without allocating).
+fn has_null(v: &Value) -> bool {
+    match v {
+        Value::Null => true,
+        Value::Object(m) => m.values().any(has_null),
+        Value::Array(a) => a
+            .iter()
+            .any(|x| (x.is_object() || x.is_array() || x.is_null()) && has_null(x)),
+        _ => false,
     }
 }
 
