@@ -184,3 +184,34 @@ fn a_profile_publishes_and_accepts_only_its_families() {
         "{err}"
     );
 }
+
+#[test]
+fn annotations_tell_the_truth() {
+    let mut s = Server::start();
+    let r = s.request("tools/list", Value::Null);
+    for t in r["result"]["tools"].as_array().unwrap() {
+        let name = t["name"].as_str().unwrap();
+        let a = &t["annotations"];
+        assert_eq!(a["openWorldHint"], false, "{name}");
+        if name.starts_with("get_") || name.starts_with("list_") || name.starts_with("check_") {
+            assert_eq!(a["readOnlyHint"], true, "{name}");
+            assert_eq!(a["destructiveHint"], false, "{name}");
+        } else {
+            assert_eq!(a["readOnlyHint"], false, "{name}");
+        }
+    }
+    // Both recalibrations overwrite learned parameters unless dry_run, and say so.
+    for name in ["trigger_lambda_recalibration", "trigger_recalibration"] {
+        let t = r["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == name)
+            .unwrap();
+        assert_eq!(t["annotations"]["destructiveHint"], true, "{name}");
+        assert!(
+            t["description"].as_str().unwrap().contains("dry_run"),
+            "{name}"
+        );
+    }
+}
