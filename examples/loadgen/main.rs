@@ -13,6 +13,9 @@
 //! (e) a mixed workload, start-up to first answer on an empty database and on one holding
 //! 1,000,000 events, and a filtered log query over those events. Seeded; Linux only for RSS.
 
+// The Markdown tables on stdout are this program's output.
+#![allow(clippy::print_stdout)]
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};

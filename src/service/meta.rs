@@ -106,12 +106,19 @@ impl EscalationStatus {
 /// The kinds of event in the meta-learning log.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum EventType {
+    /// λ moved after a prediction error above the threshold, or by a recalibration.
     LambdaAdjustment,
+    /// A Bayesian recalibration ran (forced, or after 10 low-accuracy cycles).
     BayesianEscalation,
+    /// Rolling accuracy fell below 0.7.
     AccuracyAlert,
+    /// Rolling accuracy rose back to 0.75 or more.
     AccuracyRecovery,
+    /// A λ or embedder weight hit its bound.
     WeightClamped,
+    /// An operator reset (`reset_meta_learning`).
     SelfHealing,
+    /// Three failed Bayesian runs in a row: a human must review.
     HumanEscalation,
 }
 
@@ -151,17 +158,23 @@ impl EventType {
 /// One entry of the meta-learning log.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Event {
+    /// When (UTC).
     pub timestamp: DateTime<Utc>,
+    /// What kind of event.
     pub event_type: EventType,
     /// predicted − actual of the prediction that caused it, when one did.
     pub prediction_error: Option<f64>,
+    /// λ before the event.
     pub lambda_before: Lambdas,
+    /// λ after the event.
     pub lambda_after: Lambdas,
     /// Global rolling accuracy at the time, `None` before any prediction.
     pub accuracy_avg: Option<f64>,
     /// Whether the event belongs to an escalation (Bayesian or human).
     pub escalated: bool,
+    /// The domain of the prediction that caused it, when one did and had one.
     pub domain: Option<Domain>,
+    /// The embedder (0..=12) of the prediction that caused it, when one did.
     pub embedder_index: Option<u8>,
     /// A sentence saying what happened and why.
     pub detail: String,
@@ -170,6 +183,7 @@ pub struct Event {
 /// One recorded prediction: what was predicted, what happened, and the signals behind it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Prediction {
+    /// When it was recorded (UTC).
     pub timestamp: DateTime<Utc>,
     /// 0..12, or `None` for an aggregate prediction (e.g. from `gwt_compute_delta_sc`).
     pub embedder_index: Option<u8>,
@@ -181,6 +195,7 @@ pub struct Prediction {
     pub delta_s: Option<f64>,
     /// Coherence ΔC in [0, 1], when known.
     pub delta_c: Option<f64>,
+    /// Knowledge domain, when given.
     pub domain: Option<Domain>,
     /// Acetylcholine level (learning-rate modulator), default 0.001.
     pub ach_level: f64,
@@ -380,8 +395,11 @@ pub struct Recalibration {
 /// Recalibration method.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Method {
+    /// One gradient step of λ_s on the replay window.
     Gradient,
+    /// Bayesian optimisation (GP + Expected Improvement) of λ_s.
     Bayesian,
+    /// Nothing could be evaluated (an empty replay window).
     None,
 }
 
@@ -399,11 +417,16 @@ impl Method {
 /// A computed recalibration, not yet applied.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RecalibrationPlan {
+    /// How λ was searched.
     pub method: Method,
+    /// Whether the best λ found is applied (see SPEC §4: at least as good as the current λ on
+    /// the replay window, and at least the low-accuracy threshold).
     pub success: bool,
+    /// λ before the plan.
     pub previous: Lambdas,
     /// λ after applying the plan (equal to `previous` when it fails).
     pub new: Lambdas,
+    /// The change of λ, when the plan changes it.
     pub adjustment: Option<Adjustment>,
     /// Objective evaluations (Bayesian only).
     pub bo_iterations: Option<usize>,

@@ -58,9 +58,13 @@ pub fn fill_task_keys(conn: &rusqlite::Connection) -> rusqlite::Result<()> {
 /// The kinds of intervention.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum InterventionType {
+    /// A human fixed something by hand.
     ManualFix,
+    /// A human's feedback on the agent's work.
     Feedback,
+    /// A human or operator overrode stored state (a lesson lifted, λ reset).
     Override,
+    /// The server or an agent escalated to a human.
     Escalation,
 }
 

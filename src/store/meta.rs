@@ -320,9 +320,13 @@ pub fn insert_events(db: &Db<'_>, events: &[Event]) -> Result<(), StoreError> {
 /// Filters of an event-log query. All bounds inclusive.
 #[derive(Debug, Clone, Default)]
 pub struct EventQuery {
+    /// Events at or after this time.
     pub start: Option<DateTime<Utc>>,
+    /// Events at or before this time.
     pub end: Option<DateTime<Utc>>,
+    /// Only this kind of event.
     pub event_type: Option<EventType>,
+    /// Only events of this domain.
     pub domain: Option<Domain>,
     /// Page size.
     pub limit: usize,
@@ -593,12 +597,17 @@ pub fn replay_window(db: &Db<'_>, domain: Option<Domain>) -> Result<Vec<Predicti
 /// A prediction issued by `gwt_compute_delta_sc`, waiting for its outcome.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OpenPrediction {
+    /// The `prediction_id` the tool answered.
     pub id: Uuid,
+    /// When it was issued (UTC); it expires after 7 days.
     pub created: DateTime<Utc>,
+    /// Surprise ΔS of the update, in [0, 1].
     pub delta_s: f64,
+    /// Coherence ΔC of the update, in [0, 1].
     pub delta_c: f64,
     /// The learning score L predicted at issue time.
     pub learning_score: f64,
+    /// Knowledge domain, when given.
     pub domain: Option<Domain>,
 }
 
