@@ -87,7 +87,10 @@ fn parse_arguments(arguments: &Value) -> usize {
 /// `parse ROUNDS`: time [`parse_arguments`] on the bench-size request.
 fn parse(rounds: usize) {
     let mut rng = StdRng::seed_from_u64(42);
-    let (old, new) = (support::fingerprint(&mut rng), support::fingerprint(&mut rng));
+    let (old, new) = (
+        support::fingerprint(&mut rng),
+        support::fingerprint(&mut rng),
+    );
     let arguments = json!({
         "vertex_id": Uuid::from_u128(u128::MAX).to_string(),
         "old_fingerprint": support::fingerprint_json(&old),

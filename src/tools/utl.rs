@@ -14,12 +14,12 @@ use super::args::kind;
 use super::{Annotations, Args, Handler, Outcome, Tool, ToolError, ToolResult, WriteCtx};
 use crate::service::Family;
 use crate::service::delta_sc::{
-    self, ContextMember, DeltaScContext, DeltaScError, DeltaScInput, DeltaScOutput, EmbedderKind,
-    Fingerprint, FingerprintBuilder, MAX_NEIGHBOURS, MAX_NEXT_NEAREST, Neighbour, SPARSE_VOCAB,
+    ContextMember, DeltaScError, DeltaScOutput, EmbedderKind, Fingerprint, FingerprintBuilder,
+    Learner, SPARSE_VOCAB, UpdateRequest, delta_c_formula, plan_update,
 };
-use crate::service::vocab::{EmbedderId, NUM_EMBEDDERS};
+use crate::service::vocab::EmbedderId;
 use crate::store::meta::{self as meta_store, OpenPrediction};
-use crate::store::vertices::{self, Update};
+use crate::store::vertices;
 
 /// The tools of this family, in `tools/list` order.
 pub const TOOLS: &[Tool] = &[Tool {
@@ -395,6 +395,7 @@ fn shape_output(
             })
         })
         .collect();
+    let formula = delta_c_formula();
     let methods: Vec<Value> = out
         .embedders
         .iter()
@@ -403,7 +404,7 @@ fn shape_output(
                 "embedder": o.embedder.name(),
                 "distance": o.method.name(),
                 "normalization": if o.normalised { "running_cdf" } else { "raw_distance" },
-                "coherence": "0.4·connectivity(θ_edge=0.7) + 0.4·silhouette_fit + 0.2·version_consistency",
+                "coherence": formula,
             })
         })
         .collect();
@@ -514,66 +515,22 @@ fn compute_delta_sc(ctx: &mut WriteCtx<'_>, args: &Args<'_>) -> ToolResult {
     let include_diagnostics = args.bool_or("include_diagnostics", false)?;
     let persist = args.bool_or("persist", true)?;
 
-    let mut stored = vertices::load_vertex(ctx.db, vertex_id)?;
-    // Own history: stored versions, then the stored current when the client's old differs.
-    // The versions are moved out (not cloned: up to ten 48 KB fingerprints) and given back
-    // before the update is persisted.
-    let mut history: Vec<Fingerprint> = Vec::new();
-    let mut current_in_history = false;
-    if let Some(s) = &mut stored {
-        history = std::mem::take(&mut s.versions);
-        if s.current != old {
-            history.push(s.current.clone());
-            current_in_history = true;
-        }
-    }
-    let cache = &ctx.svc.vertices;
-    let hits = cache.index.nearest(
-        &new.e1_semantic,
-        MAX_NEIGHBOURS + MAX_NEXT_NEAREST,
-        Some(vertex_id),
-    );
-    let mut loaded = Vec::with_capacity(hits.len());
-    for h in &hits {
-        let fp = vertices::load_current(ctx.db, h.id)?.ok_or_else(|| {
-            ToolError::Internal(format!("vertex {} is indexed but not stored", h.id))
-        })?;
-        loaded.push(fp);
-    }
-    let neighbours: Vec<Neighbour<'_>> = hits
-        .iter()
-        .zip(&loaded)
-        .map(|(h, fp)| Neighbour {
-            id: h.id,
-            similarity: h.similarity,
-            fingerprint: fp,
-        })
-        .collect();
-    let split = neighbours.len().min(MAX_NEIGHBOURS);
-    let lambdas = ctx.svc.meta.lambdas;
-    let weights: [f64; NUM_EMBEDDERS] = ctx.svc.meta.embedder_weights();
-    let input = DeltaScInput {
+    let request = UpdateRequest {
+        vertex_id,
         old: &old,
         new: &new,
-        context: DeltaScContext {
-            previous_versions: &history,
-            neighbours: &neighbours[..split],
-            next_nearest: &neighbours[split..],
-        },
-        weights: Some(weights),
-        lambda: lambdas,
         johari_threshold: johari,
-        normalizer: &cache.normalizer,
+        persist,
     };
-    let out = delta_sc::compute(&input).map_err(to_tool_error)?;
-    let stored_vertices = cache.index.len();
-    if let Some(s) = &mut stored {
-        if current_in_history {
-            history.pop();
-        }
-        s.versions = history;
-    }
-
+    let nearby = ctx.svc.vertices.nearby(&new, vertex_id);
+    let stored = vertices::load_context(ctx.db, vertex_id, &nearby)?;
+    let learner = Learner {
+        lambdas: ctx.svc.meta.lambdas,
+        weights: ctx.svc.meta.embedder_weights(),
+    };
+    let plan = plan_update(&request, &ctx.svc.vertices, &stored, learner).map_err(to_tool_error)?;
+    let out = plan.result;
+    let stored_vertices = plan.stored_vertices;
     let prediction_id = Uuid::new_v4();
     meta_store::open_prediction(
         ctx.db,
@@ -586,19 +543,12 @@ fn compute_delta_sc(ctx: &mut WriteCtx<'_>, args: &Args<'_>) -> ToolResult {
             domain: None,
         },
     )?;
-    if persist {
-        vertices::persist_update(
-            ctx.db,
-            &mut ctx.svc.vertices,
-            &Update {
-                id: vertex_id,
-                stored: stored.as_ref(),
-                old: &old,
-                new: &new,
-                raw_surprises: &out.raw_surprises,
-                now: ctx.now,
-            },
-        )?;
+    if let Some(write) = plan.write {
+        let seq = vertices::persist(ctx.db, &write, ctx.now)?;
+        ctx.svc
+            .vertices
+            .apply(write, seq)
+            .map_err(|e| ToolError::Internal(e.to_string()))?;
     }
     let mut m = shape_output(
         &out,
