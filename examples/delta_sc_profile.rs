@@ -25,7 +25,8 @@ use std::hint::black_box;
 use meta_utl_mcp::service::delta_sc::{E1Index, Fingerprint};
 use meta_utl_mcp::store::{DbPath, Store};
 use meta_utl_mcp::tools::App;
-use meta_utl_mcp::tools::utl::parse_fingerprint;
+use meta_utl_mcp::tools::utl::ComputeInput;
+use meta_utl_mcp::tools::wire;
 use rand::{RngExt, SeedableRng, rngs::StdRng};
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -79,9 +80,9 @@ fn scan(n: usize) {
 /// The work the tool does with its arguments before it calls the service.
 #[inline(never)]
 fn parse_arguments(arguments: &Value) -> usize {
-    let old = parse_fingerprint("old_fingerprint", &arguments["old_fingerprint"]).expect("old");
-    let new = parse_fingerprint("new_fingerprint", &arguments["new_fingerprint"]).expect("new");
-    old.e12_late_interaction.tokens.len() + new.e12_late_interaction.tokens.len()
+    let input: ComputeInput = wire::parse(arguments).expect("valid arguments");
+    input.old_fingerprint.0.e12_late_interaction.tokens.len()
+        + input.new_fingerprint.0.e12_late_interaction.tokens.len()
 }
 
 /// `parse ROUNDS`: time [`parse_arguments`] on the bench-size request.
