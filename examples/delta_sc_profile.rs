@@ -25,8 +25,7 @@ use std::hint::black_box;
 use meta_utl_mcp::service::delta_sc::{E1Index, Fingerprint};
 use meta_utl_mcp::store::{DbPath, Store};
 use meta_utl_mcp::tools::App;
-use meta_utl_mcp::tools::utl::ComputeInput;
-use meta_utl_mcp::tools::wire;
+use meta_utl_mcp::tools::utl::{ComputeInput, parse_fast};
 use rand::{RngExt, SeedableRng, rngs::StdRng};
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -80,7 +79,7 @@ fn scan(n: usize) {
 /// The work the tool does with its arguments before it calls the service.
 #[inline(never)]
 fn parse_arguments(arguments: &Value) -> usize {
-    let input: ComputeInput = wire::parse(arguments).expect("valid arguments");
+    let input: ComputeInput = parse_fast(arguments).expect("valid arguments");
     input.old_fingerprint.0.e12_late_interaction.tokens.len()
         + input.new_fingerprint.0.e12_late_interaction.tokens.len()
 }

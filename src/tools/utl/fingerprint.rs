@@ -17,6 +17,7 @@
 //!   are refused anywhere in the arguments, and a schema without `$ref` cannot say so at every
 //!   depth (it does refuse `null` as an ignored field's own value).
 
+use std::cell::Cell;
 use std::fmt;
 
 use serde::Deserialize;
@@ -54,6 +55,24 @@ impl<'de> Deserialize<'de> for WireFingerprint {
             Err(m) => Err(D::Error::custom(format!("{FIELD}{m}"))),
         }
     }
+}
+
+/// Whether a fingerprint object has a `null` property outside its embedder fields (in the
+/// wrapper's ignored fields, or `semantic` itself). Inside the embedder fields the reader
+/// refuses every `null` on its own: a value of the wrong shape, an element that is not a
+/// number, an unknown key of a sparse vector or of `{"tokens"}`.
+pub fn has_null_outside_embedders(fp: &serde_json::Map<String, Value>) -> bool {
+    fp.iter().any(|(k, v)| {
+        if EmbedderId::from_field(k).is_some() {
+            v.is_null()
+        } else if k == SEMANTIC
+            && let Value::Object(inner) = v
+        {
+            has_null_outside_embedders(inner)
+        } else {
+            v.is_null() || super::has_null_property(v)
+        }
+    })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -217,6 +236,55 @@ impl<'de> Visitor<'de> for ElemVisitor {
     }
 }
 
+/// One array element where a number is expected, as an `f64`; any other value gives NaN and
+/// leaves its kind (a noun phrase) in the cell.
+struct Number<'c>(&'c Cell<&'static str>);
+
+impl<'de> DeserializeSeed<'de> for Number<'_> {
+    type Value = f64;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<f64, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Number<'_> {
+    type Value = f64;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_f64<E>(self, x: f64) -> Result<f64, E> {
+        Ok(x)
+    }
+    fn visit_u64<E>(self, n: u64) -> Result<f64, E> {
+        Ok(n as f64)
+    }
+    fn visit_i64<E>(self, n: i64) -> Result<f64, E> {
+        Ok(n as f64)
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<f64, E> {
+        self.0.set("a boolean");
+        Ok(f64::NAN)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<f64, E> {
+        self.0.set("a string");
+        Ok(f64::NAN)
+    }
+    fn visit_unit<E>(self) -> Result<f64, E> {
+        self.0.set("null");
+        Ok(f64::NAN)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<f64, A::Error> {
+        drain_seq(seq)?;
+        self.0.set("an array");
+        Ok(f64::NAN)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<f64, A::Error> {
+        drain_map(map)?;
+        self.0.set("an object");
+        Ok(f64::NAN)
+    }
+}
+
 /// Where an array of floats sits, for messages.
 #[derive(Debug, Clone, Copy)]
 enum Place {
@@ -262,28 +330,29 @@ impl<'de> Reader<'de> for Floats {
         };
         let mut out = Vec::with_capacity(cap);
         let sparse_values = matches!(self.0, Place::Values(_));
-        while let Some(e) = seq.next_element::<Elem>()? {
+        let kind = Cell::new("a number");
+        // The hot loop: one number per element, checked as f64 (JSON numbers are never NaN,
+        // so NaN marks a value that is not a number, whose kind is left in `kind`).
+        while let Some(x) = seq.next_element_seed(Number(&kind))? {
+            if x.abs() <= F32_LIMIT && !(sparse_values && x < 0.0) {
+                out.push(x as f32);
+                continue;
+            }
             let i = out.len();
-            let problem = match e.number() {
-                Some(x) if x.abs() <= F32_LIMIT && !(sparse_values && x < 0.0) => {
-                    out.push(x as f32);
-                    continue;
-                }
-                None => format!("{}[{i}]: expected a number, got {}", self.0, e.kind()),
-                Some(x) if x < 0.0 && sparse_values && x >= -F32_LIMIT => {
-                    let Place::Values(field) = self.0 else {
-                        unreachable!("checked above")
-                    };
-                    format!(
-                        "{field}: values[{i}] = {} is negative; sparse term weights must be >= 0",
-                        e.shown()
-                    )
-                }
-                Some(_) => format!(
+            let shown = || Value::from(x).to_string();
+            let problem = if x.is_nan() {
+                format!("{}[{i}]: expected a number, got {}", self.0, kind.get())
+            } else if let (Place::Values(field), true) = (self.0, x >= -F32_LIMIT) {
+                format!(
+                    "{field}: values[{i}] = {} is negative; sparse term weights must be >= 0",
+                    shown()
+                )
+            } else {
+                format!(
                     "{}[{i}] = {} is outside the 32-bit float range (|x| <= {F32_LIMIT:e})",
                     self.0,
-                    e.shown()
-                ),
+                    shown()
+                )
             };
             drain_seq(seq)?;
             return Ok(Err(problem));

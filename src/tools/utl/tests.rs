@@ -45,8 +45,19 @@ fn args_with(fp: Value) -> Value {
     })
 }
 
+/// The tool's parse; every verdict and message must equal `wire::parse`'s.
 fn parse(args: &Value) -> Result<ComputeInput, ToolError> {
-    wire::parse::<ComputeInput>(args)
+    let slow = wire::parse::<ComputeInput>(args);
+    let fast = parse_fast(args);
+    match (&slow, &fast) {
+        (Ok(a), Ok(b)) => assert_eq!(
+            (&a.old_fingerprint, &a.new_fingerprint),
+            (&b.old_fingerprint, &b.new_fingerprint)
+        ),
+        (Err(a), Err(b)) => assert_eq!(a, b),
+        _ => panic!("parse_fast disagrees with wire::parse: {slow:?} vs {fast:?}"),
+    }
+    fast
 }
 
 fn err(args: &Value) -> String {
@@ -269,6 +280,34 @@ fn the_schema_and_the_parser_agree_on_each_rule_but_the_stated_gaps() {
         edit(&mut fp);
         assert_eq!(verdicts(fp), (false, false), "refused case {k}");
     }
+}
+
+#[test]
+fn nulls_are_refused_as_wire_parse_refuses_them() {
+    let mut fp = example_fingerprint_json(0.0);
+    fp["e6_sparse"]["values"][0] = Value::Null;
+    let mut in_sparse = example_fingerprint_json(0.0);
+    in_sparse["e6_sparse"]["x"] = Value::Null;
+    let mut in_tokens = example_fingerprint_json(0.0);
+    in_tokens["e12_late_interaction"] = json!({"tokens": [vec![0.5; 128]], "n": null});
+    let cases = [
+        json!({"new_fingerprint": in_sparse}),
+        json!({"new_fingerprint": in_tokens}),
+        json!({"new_fingerprint": {"semantic": {"e1_semantic": null}}}),
+        json!({"johari_threshold": null}),
+        json!({"persist": null}),
+        json!({"new_fingerprint": {"semantic": fp.clone(), "x": [{"y": null}]}}),
+        json!({"new_fingerprint": fp}),
+        json!({"vertex_id": null}),
+    ];
+    for extra in cases {
+        let mut args = args_with(example_fingerprint_json(0.0));
+        for (k, v) in extra.as_object().unwrap() {
+            args[k] = v.clone();
+        }
+        assert!(parse(&args).is_err(), "{}", wire::shown(&extra));
+    }
+    assert!(parse(&Value::Null).is_err());
 }
 
 #[test]
