@@ -114,10 +114,10 @@ pub struct DeltaScAnswer {
     pub diagnostics: Option<Diagnostics>,
 }
 
-/// What a Johari quadrant suggests doing next (names from the reference design): open →
-/// `direct_recall` (use it as is), hidden → `get_neighborhood` (look at related memories),
-/// blind → `trigger_dream` (consolidate), unknown → `epistemic_action` (record a belief and
-/// verify it).
+/// What the quadrant suggests doing next: open → `direct_recall` (use the memory as it is),
+/// hidden → `get_neighborhood` (look at related memories), blind → `trigger_dream` (consolidate
+/// it), unknown → `epistemic_action` (keep it as a hypothesis and verify it). Only
+/// `epistemic_action` is a tool of this server.
 #[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum SuggestedAction {

@@ -106,20 +106,22 @@ impl ToolDef for ComputeDeltaSc {
     fn description() -> String {
         let (lo, hi) = JOHARI_RANGE;
         format!(
-            "For agents with an embedding pipeline that produces all 13 vectors of a memory \
-             (the fields of a fingerprint; without one, use the lesson and belief tools). Call \
-             it when a stored memory changes, with its vectors before and after. It answers \
-             how surprising the new version is, ΔS in [0, 1] (0: already known, 1: unlike its \
-             earlier versions and its {K_SURPRISE} most similar stored memories), and how \
-             coherent, ΔC in [0, 1] = {W_CONNECTIVITY}·(share of its {MAX_NEIGHBOURS} nearest \
-             memories with similarity above {THETA_EDGE}) + {W_CLUSTER_FIT}·(how much closer it \
-             is to them than to the next {MAX_NEXT_NEAREST}) + {W_CONSISTENCY}·(agreement with \
-             its own earlier versions); both per embedder and combined, with a quadrant (open, \
-             hidden, blind, unknown; threshold {JOHARI_DEFAULT}, within [{lo}, {hi}]) and the \
-             learning score L = λ_s·ΔS + λ_c·ΔC. Keep the returned prediction_id: once you know \
-             how useful the update was, call record_prediction {{prediction_id, actual}} with \
-             actual in [0, 1], which is how λ learns. Stores the new version (the last \
-             {MAX_VERSIONS} are kept) unless persist is false."
+            "Scores an update of a stored memory, for agents whose embedding pipeline produces \
+             all 13 vectors of a memory (old_fingerprint and new_fingerprint); without such a \
+             pipeline, use the lesson and belief tools instead. Call it when a memory changes, \
+             with its vectors before and after. ΔS (surprise, 0 to 1) says how new the updated \
+             memory is: 0 = already known, 1 = unlike its earlier versions and its \
+             {K_SURPRISE} most similar stored memories. ΔC (coherence, 0 to 1) says how well it \
+             fits what is stored: {W_CONNECTIVITY}·(share of its {MAX_NEIGHBOURS} nearest \
+             memories with similarity above {THETA_EDGE}) + {W_CLUSTER_FIT}·(how much closer \
+             it is to them than to the next {MAX_NEXT_NEAREST}) + {W_CONSISTENCY}·(agreement \
+             with its own earlier versions). Both come per embedder and combined, with a \
+             quadrant (open, hidden, blind, unknown; threshold {JOHARI_DEFAULT}, within \
+             [{lo}, {hi}]) and the learning score L = λ_s·ΔS + λ_c·ΔC, where λ_s and λ_c are \
+             weights the server learns. Keep the returned prediction_id: once you know how \
+             useful the update was, call record_prediction {{prediction_id, actual}} with \
+             actual in [0, 1]; that is how the weights learn. Stores the new version (the last \
+             {MAX_VERSIONS} versions are kept) unless persist is false."
         )
     }
     const ANNOTATIONS: Annotations = Annotations {

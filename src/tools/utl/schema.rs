@@ -88,7 +88,7 @@ pub fn fingerprint_description(when: &str) -> String {
                 dense.push(format!("{} {dim}", e.field()));
             }
             EmbedderKind::Dense { dim } => {
-                dense.push(format!("{} {dim} (may be all 0)", e.field()))
+                dense.push(format!("{} {dim} (may be all zero)", e.field()))
             }
             EmbedderKind::Sparse { .. } => sparse.push(e.field()),
             EmbedderKind::Tokens { dim } => {
