@@ -157,85 +157,6 @@ fn drain_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<(), A::Error> {
     Ok(())
 }
 
-/// One array element where a number is expected, as JSON gave it.
-#[derive(Debug, Clone, Copy)]
-enum Elem {
-    U(u64),
-    I(i64),
-    F(f64),
-    /// Not a number: what it is, as a noun phrase.
-    Other(&'static str),
-}
-
-impl Elem {
-    fn number(self) -> Option<f64> {
-        match self {
-            Elem::U(n) => Some(n as f64),
-            Elem::I(n) => Some(n as f64),
-            Elem::F(x) => Some(x),
-            Elem::Other(_) => None,
-        }
-    }
-
-    /// The value as JSON writes it.
-    fn shown(self) -> String {
-        match self {
-            Elem::U(n) => n.to_string(),
-            Elem::I(n) => n.to_string(),
-            Elem::F(x) => Value::from(x).to_string(),
-            Elem::Other(kind) => kind.to_string(),
-        }
-    }
-
-    fn kind(self) -> &'static str {
-        match self {
-            Elem::Other(kind) => kind,
-            _ => "a number",
-        }
-    }
-}
-
-impl<'de> Deserialize<'de> for Elem {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(ElemVisitor)
-    }
-}
-
-struct ElemVisitor;
-
-impl<'de> Visitor<'de> for ElemVisitor {
-    type Value = Elem;
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("any JSON value")
-    }
-    fn visit_u64<E>(self, n: u64) -> Result<Elem, E> {
-        Ok(Elem::U(n))
-    }
-    fn visit_i64<E>(self, n: i64) -> Result<Elem, E> {
-        Ok(Elem::I(n))
-    }
-    fn visit_f64<E>(self, x: f64) -> Result<Elem, E> {
-        Ok(Elem::F(x))
-    }
-    fn visit_bool<E>(self, _: bool) -> Result<Elem, E> {
-        Ok(Elem::Other("a boolean"))
-    }
-    fn visit_str<E>(self, _: &str) -> Result<Elem, E> {
-        Ok(Elem::Other("a string"))
-    }
-    fn visit_unit<E>(self) -> Result<Elem, E> {
-        Ok(Elem::Other("null"))
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Elem, A::Error> {
-        drain_seq(seq)?;
-        Ok(Elem::Other("an array"))
-    }
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Elem, A::Error> {
-        drain_map(map)?;
-        Ok(Elem::Other("an object"))
-    }
-}
-
 /// One array element where a number is expected, as an `f64`; any other value gives NaN and
 /// leaves its kind (a noun phrase) in the cell.
 struct Number<'c>(&'c Cell<&'static str>);
@@ -339,19 +260,18 @@ impl<'de> Reader<'de> for Floats {
                 continue;
             }
             let i = out.len();
-            let shown = || Value::from(x).to_string();
             let problem = if x.is_nan() {
                 format!("{}[{i}]: expected a number, got {}", self.0, kind.get())
             } else if let (Place::Values(field), true) = (self.0, x >= -F32_LIMIT) {
                 format!(
                     "{field}: values[{i}] = {} is negative; sparse term weights must be >= 0",
-                    shown()
+                    shown(x)
                 )
             } else {
                 format!(
                     "{}[{i}] = {} is outside the 32-bit float range (|x| <= {F32_LIMIT:e})",
                     self.0,
-                    shown()
+                    shown(x)
                 )
             };
             drain_seq(seq)?;
@@ -379,41 +299,49 @@ impl<'de> Reader<'de> for Indices {
     fn seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Got<Vec<u16>>, A::Error> {
         let field = self.0;
         let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(SPARSE_VOCAB));
-        while let Some(e) = seq.next_element::<Elem>()? {
+        let kind = Cell::new("a number");
+        while let Some(x) = seq.next_element_seed(Number(&kind))? {
+            if x.fract() == 0.0 && (0.0..SPARSE_VOCAB as f64).contains(&x) {
+                out.push(x as u16);
+                continue;
+            }
             let i = out.len();
-            let integral = match e {
-                Elem::U(_) | Elem::I(_) => true,
-                Elem::F(x) => x.fract() == 0.0,
-                Elem::Other(_) => false,
-            };
-            let problem = match e.number() {
-                Some(x) if integral && (0.0..SPARSE_VOCAB as f64).contains(&x) => {
-                    out.push(x as u16);
-                    continue;
-                }
-                Some(x) if integral && x >= 0.0 => format!(
-                    "{field}: indices[{i}] = {} is out of range; indices must be < {SPARSE_VOCAB}",
-                    e.shown()
-                ),
-                Some(_) if integral => format!(
-                    "{field}: indices[{i}] = {} is out of range; indices must be >= 0",
-                    e.shown()
-                ),
-                Some(_) => format!(
-                    "{field}: indices[{i}] = {} is not an integer; indices must be integers in [0, {}]",
-                    e.shown(),
-                    SPARSE_VOCAB - 1
-                ),
-                None => format!(
+            let problem = if x.is_nan() {
+                format!(
                     "{field}: indices[{i}]: expected an integer in [0, {}], got {}",
                     SPARSE_VOCAB - 1,
-                    e.kind()
-                ),
+                    kind.get()
+                )
+            } else if x.fract() != 0.0 {
+                format!(
+                    "{field}: indices[{i}] = {} is not an integer; indices must be integers in [0, {}]",
+                    shown(x),
+                    SPARSE_VOCAB - 1
+                )
+            } else if x < 0.0 {
+                format!(
+                    "{field}: indices[{i}] = {} is out of range; indices must be >= 0",
+                    shown(x)
+                )
+            } else {
+                format!(
+                    "{field}: indices[{i}] = {} is out of range; indices must be < {SPARSE_VOCAB}",
+                    shown(x)
+                )
             };
             drain_seq(seq)?;
             return Ok(Err(problem));
         }
         Ok(Ok(out))
+    }
+}
+
+/// A number for messages, as JSON writes it: `30522` (not `30522.0`), `0.5`, `1e+300`.
+fn shown(x: f64) -> String {
+    if x.fract() == 0.0 && x.abs() < 9e15 {
+        (x as i64).to_string()
+    } else {
+        Value::from(x).to_string()
     }
 }
 
