@@ -6,18 +6,16 @@
 //! Two forms are accepted: the object of the 13 embedder fields and nothing else; or an object
 //! whose `semantic` field is that object and which has no embedder field beside it (its other
 //! fields are ignored, so that a whole stored memory record can be passed as it is). E12 is the
-//! array of token vectors, or `{"tokens": [...]}`.
+//! array of token vectors, or `{"tokens": [...]}`. The tool reads valid arguments by a direct
+//! walk with the same rules ([`super::fast`]); this reader gives the verdict and the message
+//! when that walk refuses them.
 //!
-//! The rules JSON Schema cannot state, which the server checks with a message naming the
-//! embedder (the known schema-truth gaps of this tool):
-//! - sparse `indices` strictly ascending: the schema says `uniqueItems`, which refuses a repeated
-//!   index but not a descending pair;
-//! - sparse `indices` and `values` of the same length;
-//! - in the `semantic` form, a `null` nested inside an ignored field (`"x": {"y": null}`): nulls
-//!   are refused anywhere in the arguments, and a schema without `$ref` cannot say so at every
-//!   depth (it does refuse `null` as an ignored field's own value).
+//! Every reader is infallible at the serde level: a problem comes back as `Ok(Err(message))` and
+//! the rest of the value is skipped. The fingerprint then reports the first problem in embedder
+//! order from its own level, as `{field}: message`, and `wire::parse` puts the argument's name in
+//! place of `{field}`. (An error raised inside an element would carry serde's path instead,
+//! `new_fingerprint.e8_graph[0]: …`, and the embedder order would be lost.)
 
-use std::cell::Cell;
 use std::fmt;
 
 use serde::Deserialize;
@@ -37,10 +35,6 @@ use crate::tools::wire::FIELD;
 /// 32-bit floats), and short to state in the schema.
 pub const F32_LIMIT: f64 = 3.4e38;
 
-/// The largest magnitude a 32-bit float rounds to zero, 2^-150 (half the smallest subnormal;
-/// the tie rounds to the even zero). A value is non-zero when `|x| > ZERO_LIMIT`.
-pub const ZERO_LIMIT: f64 = 7.006_492_321_624_085e-46;
-
 /// The field of the wrapper form.
 pub const SEMANTIC: &str = "semantic";
 
@@ -56,33 +50,6 @@ impl<'de> Deserialize<'de> for WireFingerprint {
         }
     }
 }
-
-/// Whether a fingerprint object has a `null` property outside its embedder fields (in the
-/// wrapper's ignored fields, or `semantic` itself). Inside the embedder fields the reader
-/// refuses every `null` on its own: a value of the wrong shape, an element that is not a
-/// number, an unknown key of a sparse vector or of `{"tokens"}`.
-pub fn has_null_outside_embedders(fp: &serde_json::Map<String, Value>) -> bool {
-    fp.iter().any(|(k, v)| {
-        if EmbedderId::from_field(k).is_some() {
-            v.is_null()
-        } else if k == SEMANTIC
-            && let Value::Object(inner) = v
-        {
-            has_null_outside_embedders(inner)
-        } else {
-            v.is_null() || super::has_null_property(v)
-        }
-    })
-}
-
-// ---------------------------------------------------------------------------------------------
-// Reading
-//
-// Every reader is infallible at the serde level: a problem comes back as `Ok(Err(message))`
-// and the rest of the value is skipped. The fingerprint then reports the first problem in
-// embedder order from its own level, as `{field}: message`, and `wire::parse` puts the
-// argument's name in place of `{field}`. (An error raised inside an element would carry serde's
-// path instead, `new_fingerprint.e8_graph[0]: …`, and the embedder order would be lost.)
 
 /// What a reader produces: the value, or the message of the first problem.
 type Got<T> = Result<T, String>;
@@ -157,52 +124,82 @@ fn drain_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<(), A::Error> {
     Ok(())
 }
 
-/// One array element where a number is expected, as an `f64`; any other value gives NaN and
-/// leaves its kind (a noun phrase) in the cell.
-struct Number<'c>(&'c Cell<&'static str>);
+/// One array element where a number is expected, as JSON gave it.
+#[derive(Debug, Clone, Copy)]
+enum Elem {
+    U(u64),
+    I(i64),
+    F(f64),
+    /// Not a number: what it is, as a noun phrase.
+    Other(&'static str),
+}
 
-impl<'de> DeserializeSeed<'de> for Number<'_> {
-    type Value = f64;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<f64, D::Error> {
-        d.deserialize_any(self)
+impl Elem {
+    fn number(self) -> Option<f64> {
+        match self {
+            Elem::U(n) => Some(n as f64),
+            Elem::I(n) => Some(n as f64),
+            Elem::F(x) => Some(x),
+            Elem::Other(_) => None,
+        }
+    }
+
+    /// The value as JSON writes it.
+    fn shown(self) -> String {
+        match self {
+            Elem::U(n) => n.to_string(),
+            Elem::I(n) => n.to_string(),
+            Elem::F(x) => Value::from(x).to_string(),
+            Elem::Other(kind) => kind.to_string(),
+        }
+    }
+
+    fn kind(self) -> &'static str {
+        match self {
+            Elem::Other(kind) => kind,
+            _ => "a number",
+        }
     }
 }
 
-impl<'de> Visitor<'de> for Number<'_> {
-    type Value = f64;
+impl<'de> Deserialize<'de> for Elem {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(ElemVisitor)
+    }
+}
+
+struct ElemVisitor;
+
+impl<'de> Visitor<'de> for ElemVisitor {
+    type Value = Elem;
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("any JSON value")
     }
-    fn visit_f64<E>(self, x: f64) -> Result<f64, E> {
-        Ok(x)
+    fn visit_u64<E>(self, n: u64) -> Result<Elem, E> {
+        Ok(Elem::U(n))
     }
-    fn visit_u64<E>(self, n: u64) -> Result<f64, E> {
-        Ok(n as f64)
+    fn visit_i64<E>(self, n: i64) -> Result<Elem, E> {
+        Ok(Elem::I(n))
     }
-    fn visit_i64<E>(self, n: i64) -> Result<f64, E> {
-        Ok(n as f64)
+    fn visit_f64<E>(self, x: f64) -> Result<Elem, E> {
+        Ok(Elem::F(x))
     }
-    fn visit_bool<E>(self, _: bool) -> Result<f64, E> {
-        self.0.set("a boolean");
-        Ok(f64::NAN)
+    fn visit_bool<E>(self, _: bool) -> Result<Elem, E> {
+        Ok(Elem::Other("a boolean"))
     }
-    fn visit_str<E>(self, _: &str) -> Result<f64, E> {
-        self.0.set("a string");
-        Ok(f64::NAN)
+    fn visit_str<E>(self, _: &str) -> Result<Elem, E> {
+        Ok(Elem::Other("a string"))
     }
-    fn visit_unit<E>(self) -> Result<f64, E> {
-        self.0.set("null");
-        Ok(f64::NAN)
+    fn visit_unit<E>(self) -> Result<Elem, E> {
+        Ok(Elem::Other("null"))
     }
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<f64, A::Error> {
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Elem, A::Error> {
         drain_seq(seq)?;
-        self.0.set("an array");
-        Ok(f64::NAN)
+        Ok(Elem::Other("an array"))
     }
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<f64, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Elem, A::Error> {
         drain_map(map)?;
-        self.0.set("an object");
-        Ok(f64::NAN)
+        Ok(Elem::Other("an object"))
     }
 }
 
@@ -251,28 +248,28 @@ impl<'de> Reader<'de> for Floats {
         };
         let mut out = Vec::with_capacity(cap);
         let sparse_values = matches!(self.0, Place::Values(_));
-        let kind = Cell::new("a number");
-        // The hot loop: one number per element, checked as f64 (JSON numbers are never NaN,
-        // so NaN marks a value that is not a number, whose kind is left in `kind`).
-        while let Some(x) = seq.next_element_seed(Number(&kind))? {
-            if x.abs() <= F32_LIMIT && !(sparse_values && x < 0.0) {
-                out.push(x as f32);
-                continue;
-            }
+        while let Some(e) = seq.next_element::<Elem>()? {
             let i = out.len();
-            let problem = if x.is_nan() {
-                format!("{}[{i}]: expected a number, got {}", self.0, kind.get())
-            } else if let (Place::Values(field), true) = (self.0, x >= -F32_LIMIT) {
-                format!(
-                    "{field}: values[{i}] = {} is negative; sparse term weights must be >= 0",
-                    shown(x)
-                )
-            } else {
-                format!(
+            let problem = match e.number() {
+                Some(x) if x.abs() <= F32_LIMIT && !(sparse_values && x < 0.0) => {
+                    out.push(x as f32);
+                    continue;
+                }
+                None => format!("{}[{i}]: expected a number, got {}", self.0, e.kind()),
+                Some(x) if x < 0.0 && sparse_values && x >= -F32_LIMIT => {
+                    let Place::Values(field) = self.0 else {
+                        unreachable!("checked above")
+                    };
+                    format!(
+                        "{field}: values[{i}] = {} is negative; sparse term weights must be >= 0",
+                        e.shown()
+                    )
+                }
+                Some(_) => format!(
                     "{}[{i}] = {} is outside the 32-bit float range (|x| <= {F32_LIMIT:e})",
                     self.0,
-                    shown(x)
-                )
+                    e.shown()
+                ),
             };
             drain_seq(seq)?;
             return Ok(Err(problem));
@@ -299,49 +296,41 @@ impl<'de> Reader<'de> for Indices {
     fn seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Got<Vec<u16>>, A::Error> {
         let field = self.0;
         let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(SPARSE_VOCAB));
-        let kind = Cell::new("a number");
-        while let Some(x) = seq.next_element_seed(Number(&kind))? {
-            if x.fract() == 0.0 && (0.0..SPARSE_VOCAB as f64).contains(&x) {
-                out.push(x as u16);
-                continue;
-            }
+        while let Some(e) = seq.next_element::<Elem>()? {
             let i = out.len();
-            let problem = if x.is_nan() {
-                format!(
+            let integral = match e {
+                Elem::U(_) | Elem::I(_) => true,
+                Elem::F(x) => x.fract() == 0.0,
+                Elem::Other(_) => false,
+            };
+            let problem = match e.number() {
+                Some(x) if integral && (0.0..SPARSE_VOCAB as f64).contains(&x) => {
+                    out.push(x as u16);
+                    continue;
+                }
+                Some(x) if integral && x >= 0.0 => format!(
+                    "{field}: indices[{i}] = {} is out of range; indices must be < {SPARSE_VOCAB}",
+                    e.shown()
+                ),
+                Some(_) if integral => format!(
+                    "{field}: indices[{i}] = {} is out of range; indices must be >= 0",
+                    e.shown()
+                ),
+                Some(_) => format!(
+                    "{field}: indices[{i}] = {} is not an integer; indices must be integers in [0, {}]",
+                    e.shown(),
+                    SPARSE_VOCAB - 1
+                ),
+                None => format!(
                     "{field}: indices[{i}]: expected an integer in [0, {}], got {}",
                     SPARSE_VOCAB - 1,
-                    kind.get()
-                )
-            } else if x.fract() != 0.0 {
-                format!(
-                    "{field}: indices[{i}] = {} is not an integer; indices must be integers in [0, {}]",
-                    shown(x),
-                    SPARSE_VOCAB - 1
-                )
-            } else if x < 0.0 {
-                format!(
-                    "{field}: indices[{i}] = {} is out of range; indices must be >= 0",
-                    shown(x)
-                )
-            } else {
-                format!(
-                    "{field}: indices[{i}] = {} is out of range; indices must be < {SPARSE_VOCAB}",
-                    shown(x)
-                )
+                    e.kind()
+                ),
             };
             drain_seq(seq)?;
             return Ok(Err(problem));
         }
         Ok(Ok(out))
-    }
-}
-
-/// A number for messages, as JSON writes it: `30522` (not `30522.0`), `0.5`, `1e+300`.
-fn shown(x: f64) -> String {
-    if x.fract() == 0.0 && x.abs() < 9e15 {
-        (x as i64).to_string()
-    } else {
-        Value::from(x).to_string()
     }
 }
 
@@ -420,8 +409,9 @@ impl<'de> Reader<'de> for Sparse {
     }
 }
 
-/// The token vectors of E12: an array of arrays of 128 numbers.
-struct Tokens(&'static str);
+/// The token vectors of E12: an array of arrays of 128 numbers, or `{"tokens": that array}`
+/// (`in_object`: reading the array inside that object, where only the array form is allowed).
+struct Tokens(&'static str, bool);
 
 impl<'de> Reader<'de> for Tokens {
     type Out = EmbedderValue;
@@ -450,10 +440,15 @@ impl<'de> Reader<'de> for Tokens {
 
     /// `{"tokens": [...]}`.
     fn map<A: MapAccess<'de>>(self, mut map: A) -> Result<Got<EmbedderValue>, A::Error> {
+        if self.1 {
+            let m = self.wrong("an object");
+            drain_map(map)?;
+            return Ok(Err(m));
+        }
         let (mut tokens, mut unknown) = (None, None);
         while let Some(key) = map.next_key_seed(Key(&["tokens"]))? {
             match key {
-                KeyOf::Known(_) => tokens = Some(map.next_value_seed(Read(Tokens(self.0)))?),
+                KeyOf::Known(_) => tokens = Some(map.next_value_seed(Read(Tokens(self.0, true)))?),
                 KeyOf::Unknown(k) => {
                     unknown.get_or_insert(k);
                     map.next_value::<IgnoredAny>()?;
@@ -506,7 +501,9 @@ impl<'de> Reader<'de> for Whole {
                             .next_value_seed(Read(Floats(Place::Dense(field, dim))))?
                             .map(EmbedderValue::Dense),
                         EmbedderKind::Sparse { .. } => map.next_value_seed(Read(Sparse(field)))?,
-                        EmbedderKind::Tokens { .. } => map.next_value_seed(Read(Tokens(field)))?,
+                        EmbedderKind::Tokens { .. } => {
+                            map.next_value_seed(Read(Tokens(field, false)))?
+                        }
                     });
                 }
                 KeyOf::Known(_) if !self.nested => {

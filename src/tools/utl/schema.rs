@@ -1,16 +1,28 @@
 //! The JSON Schema of the fingerprint argument ([`WireFingerprint`]), written by hand: the 13
 //! embedder fields with their dimensions, ranges and non-zero rules, the sparse `{indices,
-//! values}` rules a schema can state, and the `semantic` wrapper form. What it cannot state is
-//! listed in [`super::fingerprint`]'s docs and checked by the reader.
+//! values}` rules a schema can state, and the `semantic` wrapper form.
+//!
+//! What it cannot state, which the reader checks with a message naming the embedder (the known
+//! schema-truth gaps of this tool):
+//! - sparse `indices` strictly ascending: the schema says `uniqueItems`, which refuses a repeated
+//!   index but not a descending pair;
+//! - sparse `indices` and `values` of the same length;
+//! - in the `semantic` form, a `null` nested inside an ignored field (`"x": {"y": null}`): nulls
+//!   are refused anywhere in the arguments, and a schema without `$ref` cannot say so at every
+//!   depth (it does refuse `null` as an ignored field's own value).
 
 use std::borrow::Cow;
 
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde_json::{Map, Value, json};
 
-use super::fingerprint::{F32_LIMIT, SEMANTIC, WireFingerprint, ZERO_LIMIT};
+use super::fingerprint::{F32_LIMIT, SEMANTIC, WireFingerprint};
 use crate::service::delta_sc::{EmbedderKind, SPARSE_VOCAB};
 use crate::service::vocab::{EmbedderId, NUM_EMBEDDERS};
+
+/// The largest magnitude a 32-bit float rounds to zero, 2^-150 (half the smallest subnormal;
+/// the tie rounds to the even zero). A value is non-zero when `|x| > ZERO_LIMIT`.
+pub const ZERO_LIMIT: f64 = 7.006_492_321_624_085e-46;
 
 /// A number a 32-bit float can hold.
 fn number() -> Value {

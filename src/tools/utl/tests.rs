@@ -272,6 +272,10 @@ fn the_schema_and_the_parser_agree_on_each_rule_but_the_stated_gaps() {
         |v| *v = json!({"semantic": v.clone(), "purpose": null}),
         |v| v["e12_late_interaction"] = json!([vec![0; 128]]),
         |v| v["e12_late_interaction"] = json!({}),
+        |v| v["e12_late_interaction"] = json!({"tokens": {"tokens": [vec![0.5; 128]]}}),
+        |v| v["e6_sparse"] = json!({"indices": [1]}),
+        |v| v["e6_sparse"] = json!({"indices": [1], "values": [1], "weights": []}),
+        |v| *v = json!({"semantic": {"semantic": v.clone()}}),
         |v| v["e1_semantic"] = json!(vec![1e-46; 1024]),
         |v| v["extra"] = json!(1),
     ];
@@ -313,9 +317,9 @@ fn nulls_are_refused_as_wire_parse_refuses_them() {
 #[test]
 fn the_limits_are_exact() {
     // 2^-150 rounds to the even zero; the next double up rounds to the smallest subnormal.
-    assert_eq!(fingerprint::ZERO_LIMIT, 2f64.powi(-150));
-    assert_eq!(fingerprint::ZERO_LIMIT as f32, 0.0);
-    assert!(f64::from_bits(fingerprint::ZERO_LIMIT.to_bits() + 1) as f32 > 0.0);
+    assert_eq!(schema::ZERO_LIMIT, 2f64.powi(-150));
+    assert_eq!(schema::ZERO_LIMIT as f32, 0.0);
+    assert!(f64::from_bits(schema::ZERO_LIMIT.to_bits() + 1) as f32 > 0.0);
     assert!(fingerprint::F32_LIMIT <= f64::from(f32::MAX));
     assert_eq!(format!("{:e}", fingerprint::F32_LIMIT), "3.4e38");
 }
