@@ -12,6 +12,10 @@
 //! Arguments: `N` (default 10000), `CALLS` (default 20), and `persist` to persist every call
 //! (each call then updates the same vertex, so after ten calls it has ten stored versions);
 //! otherwise `persist: false`. The fingerprints come from `benches/support` (seeded).
+//!
+//! `parse [ROUNDS]` times the argument parsing alone (both fingerprints of the bench-size
+//! request, already decoded into a JSON value, into typed fingerprints), `ROUNDS` times
+//! (default 200), and prints the median and p95; under callgrind collect `parse_arguments`.
 
 #[path = "../benches/support/mod.rs"]
 mod support;
@@ -21,6 +25,7 @@ use std::hint::black_box;
 use meta_utl_mcp::service::delta_sc::{E1Index, Fingerprint};
 use meta_utl_mcp::store::{DbPath, Store};
 use meta_utl_mcp::tools::App;
+use meta_utl_mcp::tools::utl::{ComputeInput, parse_fast};
 use rand::{RngExt, SeedableRng, rngs::StdRng};
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -71,8 +76,49 @@ fn scan(n: usize) {
     );
 }
 
+/// The work the tool does with its arguments before it calls the service.
+#[inline(never)]
+fn parse_arguments(arguments: &Value) -> usize {
+    let input: ComputeInput = parse_fast(arguments).expect("valid arguments");
+    input.old_fingerprint.0.e12_late_interaction.tokens.len()
+        + input.new_fingerprint.0.e12_late_interaction.tokens.len()
+}
+
+/// `parse ROUNDS`: time [`parse_arguments`] on the bench-size request.
+fn parse(rounds: usize) {
+    let mut rng = StdRng::seed_from_u64(42);
+    let (old, new) = (
+        support::fingerprint(&mut rng),
+        support::fingerprint(&mut rng),
+    );
+    let arguments = json!({
+        "vertex_id": Uuid::from_u128(u128::MAX).to_string(),
+        "old_fingerprint": support::fingerprint_json(&old),
+        "new_fingerprint": support::fingerprint_json(&new),
+        "persist": false
+    });
+    let mut times: Vec<u128> = (0..rounds)
+        .map(|_| {
+            let t = std::time::Instant::now();
+            black_box(parse_arguments(black_box(&arguments)));
+            t.elapsed().as_nanos()
+        })
+        .collect();
+    times.sort_unstable();
+    eprintln!(
+        "parse arguments ({} bytes of JSON): median {:.1} µs, p95 {:.1} µs ({rounds} rounds)",
+        arguments.to_string().len(),
+        times[rounds / 2] as f64 / 1000.0,
+        times[rounds * 95 / 100] as f64 / 1000.0
+    );
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
+    if args.get(1).is_some_and(|a| a == "parse") {
+        parse(args.get(2).map_or(200, |s| s.parse().expect("ROUNDS")));
+        return;
+    }
     if args.get(1).is_some_and(|a| a == "scan") {
         scan(args.get(2).map_or(10_000, |s| s.parse().expect("N")));
         return;

@@ -7,7 +7,7 @@ use std::ops::Range;
 
 use chrono::Utc;
 use meta_utl_mcp::service::delta_sc::{
-    EmbedderKind, EmbedderRef, Fingerprint, FingerprintBuilder, SPARSE_VOCAB, VertexCache,
+    EmbedderKind, EmbedderRef, Fingerprint, FingerprintBuilder, SPARSE_VOCAB,
 };
 use meta_utl_mcp::service::lessons::{NewLesson, search_terms};
 use meta_utl_mcp::service::vocab::EmbedderId;
@@ -69,19 +69,12 @@ pub fn fingerprint_json(fp: &Fingerprint) -> Value {
 /// one transaction. Each is one of `templates` with its own random E1 row (the vector the
 /// nearest-neighbour scan reads), so the index is realistic while building 10,000 stays quick.
 pub fn put_vertices(store: &Store, ids: Range<usize>, templates: &[Fingerprint], rng: &mut StdRng) {
-    let mut cache = VertexCache::default();
     store
         .write(|db| {
             for i in ids {
                 let mut fp = templates[i % templates.len()].clone();
                 fp.e1_semantic = (0..1024).map(|_| rng.random_range(-1.0f32..1.0)).collect();
-                vertices::put_current(
-                    db,
-                    &mut cache,
-                    Uuid::from_u128(i as u128 + 1),
-                    &fp,
-                    Utc::now(),
-                )?;
+                vertices::put_current(db, Uuid::from_u128(i as u128 + 1), &fp, Utc::now())?;
             }
             Ok::<(), StoreError>(())
         })

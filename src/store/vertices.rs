@@ -1,6 +1,11 @@
 //! Vertex persistence for `gwt_compute_delta_sc`: current fingerprints, their last 10 versions,
 //! the per-embedder running distance distributions, and the cache refresh of the E1 index.
 //!
+//! The writes persist what the service's update plan says ([`persist`] a
+//! [`VertexWrite`]); which fingerprints join a vertex's history is decided there
+//! (`delta_sc::version_history`), and the caller applies the cache side after the write. Only
+//! [`refresh`], the family's loader in `store::sync`, sets the cached state.
+//!
 //! Fingerprints are stored as compact binary BLOBs (little-endian, see [`encode_fingerprint`]);
 //! each vertex row also keeps its E1 vector alone so that start-up loads the index without
 //! decoding whole fingerprints. Every change of a vertex row takes the next value of `seq`, so a
@@ -13,8 +18,9 @@ use uuid::Uuid;
 
 use super::{Db, StoreError, to_us};
 use crate::service::delta_sc::{
-    E1Index, EmbedderKind, EmbedderRef, Fingerprint, FingerprintBuilder, MAX_VERSIONS,
-    SurpriseNormalizer, TOKEN_DIM, VertexCache, surprise::HISTOGRAM_BINS,
+    E1Index, EmbedderKind, EmbedderRef, Fingerprint, FingerprintBuilder, Hit, NearbyVertex,
+    StoredContext, StoredVertex, SurpriseNormalizer, TOKEN_DIM, VertexCache, VertexWrite,
+    surprise::HISTOGRAM_BINS,
 };
 use crate::service::vocab::{EmbedderId, NUM_EMBEDDERS};
 
@@ -284,15 +290,6 @@ fn save_normalizer(db: &Db<'_>, n: &SurpriseNormalizer) -> Result<(), StoreError
     Ok(())
 }
 
-/// A stored vertex: its current fingerprint and previous versions (oldest first, ≤ 10).
-#[derive(Debug, Clone, PartialEq)]
-pub struct StoredVertex {
-    /// The current fingerprint.
-    pub current: Fingerprint,
-    /// Earlier versions, oldest first.
-    pub versions: Vec<Fingerprint>,
-}
-
 /// Load vertex `id`, `None` if it was never stored.
 ///
 /// # Errors
@@ -329,59 +326,44 @@ pub fn load_current(db: &Db<'_>, id: Uuid) -> Result<Option<Fingerprint>, StoreE
         .transpose()
 }
 
-/// One persisted update.
-#[derive(Debug, Clone, Copy)]
-pub struct Update<'a> {
-    /// The vertex.
-    pub id: Uuid,
-    /// What the store held for it before (from [`load_vertex`]).
-    pub stored: Option<&'a StoredVertex>,
-    /// The request's old fingerprint.
-    pub old: &'a Fingerprint,
-    /// The request's new fingerprint.
-    pub new: &'a Fingerprint,
-    /// Raw surprises to add to the running distributions.
-    pub raw_surprises: &'a [f64; NUM_EMBEDDERS],
-    /// Time of the update.
-    pub now: DateTime<Utc>,
+/// Load what an update of vertex `id` needs from the store: the vertex (with its versions) and
+/// the current fingerprints of `nearby`, the cached index's hits.
+///
+/// # Errors
+/// [`StoreError`] on SQL failure or corrupt blobs; [`StoreError::Corrupt`] when a hit is not
+/// stored (the index and the store disagree).
+pub fn load_context(db: &Db<'_>, id: Uuid, nearby: &[Hit]) -> Result<StoredContext, StoreError> {
+    let vertex = load_vertex(db, id)?;
+    let nearby = nearby
+        .iter()
+        .map(|h| {
+            let fingerprint = load_current(db, h.id)?.ok_or_else(|| {
+                StoreError::Corrupt(format!("vertex {} is indexed but not stored", h.id))
+            })?;
+            Ok(NearbyVertex {
+                id: h.id,
+                similarity: h.similarity,
+                fingerprint,
+            })
+        })
+        .collect::<Result<_, StoreError>>()?;
+    Ok(StoredContext { vertex, nearby })
 }
 
-/// Persist an update of vertex `id` from `old` to `new`: the stored current fingerprint (when
-/// it differs from `old`) and `old` join the versions, `new` becomes current, only the last
-/// [`MAX_VERSIONS`] versions are kept; the raw surprises enter the running distributions. The
-/// cache (index, distributions, sequence) is updated to match, and the write is remembered as
-/// unconfirmed until a later refresh sees it committed.
+/// Persist a planned update at time `now`: `write.append` joins the vertex's versions (only the
+/// newest `write.keep_versions` are kept), `write.current` becomes its current fingerprint under
+/// the next change sequence number, and the running distributions are saved. Returns that
+/// sequence number, for `VertexCache::apply`.
 ///
 /// # Errors
 /// [`StoreError`] on SQL failure.
-pub fn persist_update(
+pub fn persist(
     db: &Db<'_>,
-    cache: &mut VertexCache,
-    update: &Update<'_>,
-) -> Result<(), StoreError> {
-    let Update {
-        id,
-        stored,
-        old,
-        new,
-        raw_surprises,
-        now,
-    } = *update;
-    let key = id.to_string();
+    write: &VertexWrite<'_>,
+    now: DateTime<Utc>,
+) -> Result<i64, StoreError> {
+    let key = write.vertex_id.to_string();
     let now_us = to_us(now);
-    let mut pushed: Vec<&Fingerprint> = Vec::new();
-    if let Some(s) = stored
-        && &s.current != old
-    {
-        pushed.push(&s.current);
-    }
-    let last_version = pushed
-        .last()
-        .copied()
-        .or_else(|| stored.and_then(|s| s.versions.last()));
-    if last_version != Some(old) {
-        pushed.push(old);
-    }
     let next_version: i64 = db.conn.query_row(
         "SELECT COALESCE(MAX(version), 0) + 1 FROM vertex_versions WHERE vertex_id = ?1",
         [&key],
@@ -392,7 +374,7 @@ pub fn persist_update(
             "INSERT INTO vertex_versions (vertex_id, version, created_us, fingerprint)
              VALUES (?1, ?2, ?3, ?4)",
         )?;
-        for (k, fp) in pushed.iter().enumerate() {
+        for (k, fp) in write.append.iter().enumerate() {
             insert.execute(params![
                 key,
                 next_version + k as i64,
@@ -404,27 +386,20 @@ pub fn persist_update(
     db.conn.execute(
         "DELETE FROM vertex_versions WHERE vertex_id = ?1 AND version <= (
              SELECT MAX(version) FROM vertex_versions WHERE vertex_id = ?1) - ?2",
-        params![key, MAX_VERSIONS as i64],
+        params![key, write.keep_versions as i64],
     )?;
-    put_current(db, cache, id, new, now)?;
-    let mut normalizer = cache.normalizer.clone();
-    normalizer.observe_all(raw_surprises);
-    save_normalizer(db, &normalizer)?;
-    // The cache follows only once every statement succeeded; a failed COMMIT after this point
-    // leaves `loaded_seq` above the store's, which the next refresh detects.
-    cache.normalizer = normalizer;
-    Ok(())
+    let seq = put_current(db, write.vertex_id, write.current, now)?;
+    save_normalizer(db, &write.normalizer)?;
+    Ok(seq)
 }
 
 /// Store `fp` as vertex `id`'s current fingerprint (no version is recorded) under the next
-/// change sequence number, and put its E1 row into the cache's index. Returns the sequence.
+/// change sequence number, and return that number.
 ///
 /// # Errors
-/// [`StoreError`] on SQL failure; [`StoreError::Corrupt`] if `fp`'s E1 cannot be indexed (it
-/// was not validated).
+/// [`StoreError`] on SQL failure.
 pub fn put_current(
     db: &Db<'_>,
-    cache: &mut VertexCache,
     id: Uuid,
     fp: &Fingerprint,
     now: DateTime<Utc>,
@@ -451,14 +426,6 @@ pub fn put_current(
         e1,
         encode_fingerprint(fp)
     ])?;
-    // The cache follows once the statements succeeded; if the transaction is later rolled back,
-    // `unconfirmed` makes the next refresh reload everything.
-    cache
-        .index
-        .upsert(id, &fp.e1_semantic)
-        .map_err(|e| StoreError::Corrupt(format!("vertex {id}: {e}")))?;
-    cache.loaded_seq = seq;
-    cache.unconfirmed = Some((seq, id));
     Ok(seq)
 }
 
@@ -476,6 +443,8 @@ pub fn count(db: &Db<'_>) -> Result<usize, StoreError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::service::delta_sc::{Learner, MAX_VERSIONS, UpdateRequest, plan_update};
+    use crate::service::vocab::Lambdas;
     use crate::store::{DbPath, Store};
     use rand::{RngExt, SeedableRng, rngs::StdRng};
 
@@ -543,29 +512,45 @@ mod tests {
         }
     }
 
+    /// Plan an update of `id` from `old` to `new` (with flat λ and weights), persist it and
+    /// apply it to `cache`, as the tool does.
+    fn update(
+        store: &Store,
+        cache: &mut VertexCache,
+        id: Uuid,
+        old: &Fingerprint,
+        new: &Fingerprint,
+    ) {
+        let learner = Learner {
+            lambdas: Lambdas::pair(0.5, 0.5),
+            weights: [1.0; NUM_EMBEDDERS],
+        };
+        store
+            .write(|db| {
+                let ctx = load_context(db, id, &cache.nearby(new, id))?;
+                let request = UpdateRequest {
+                    vertex_id: id,
+                    old,
+                    new,
+                    johari_threshold: None,
+                    persist: true,
+                };
+                let plan = plan_update(&request, cache, &ctx, learner).unwrap();
+                let write = plan.write.unwrap();
+                let seq = persist(db, &write, Utc::now())?;
+                cache.apply(write, seq).unwrap();
+                Ok::<(), StoreError>(())
+            })
+            .unwrap();
+    }
+
     #[test]
     fn versions_are_kept_to_the_last_ten_and_history_is_ordered() {
         let store = Store::open(&DbPath::Memory).unwrap();
         let mut cache = VertexCache::default();
         let fps: Vec<Fingerprint> = (0..14).map(fingerprint).collect();
         for k in 0..13 {
-            store
-                .write(|db| {
-                    let stored = load_vertex(db, id(1))?;
-                    persist_update(
-                        db,
-                        &mut cache,
-                        &Update {
-                            id: id(1),
-                            stored: stored.as_ref(),
-                            old: &fps[k],
-                            new: &fps[k + 1],
-                            raw_surprises: &[0.25; NUM_EMBEDDERS],
-                            now: Utc::now(),
-                        },
-                    )
-                })
-                .unwrap();
+            update(&store, &mut cache, id(1), &fps[k], &fps[k + 1]);
         }
         let v = store.read(|db| load_vertex(db, id(1))).unwrap().unwrap();
         assert_eq!(v.current, fps[13]);
@@ -575,6 +560,24 @@ mod tests {
         assert_eq!(cache.normalizer.histogram(EmbedderId::Code).total(), 13);
         assert_eq!(store.read(load_normalizer).unwrap(), cache.normalizer);
         assert_eq!(store.read(count).unwrap(), 1);
+        // Another writer moved the vertex on: its current and the client's old both join.
+        update(&store, &mut cache, id(1), &fps[2], &fps[0]);
+        let v = store.read(|db| load_vertex(db, id(1))).unwrap().unwrap();
+        assert_eq!(v.current, fps[0]);
+        assert_eq!(&v.versions[8..], &[fps[13].clone(), fps[2].clone()]);
+    }
+
+    /// What the tool does with a vertex row: persist it, then record it in the process's cache.
+    fn put<'a>(
+        cache: &'a mut VertexCache,
+        n: u128,
+        fp: &'a Fingerprint,
+    ) -> impl FnOnce(&Db<'_>) -> Result<i64, StoreError> + 'a {
+        move |db| {
+            let seq = put_current(db, id(n), fp, Utc::now())?;
+            cache.record(id(n), &fp.e1_semantic, seq).unwrap();
+            Ok(seq)
+        }
     }
 
     #[test]
@@ -582,23 +585,19 @@ mod tests {
         let store = Store::open(&DbPath::Memory).unwrap();
         let (mut a, mut b) = (VertexCache::default(), VertexCache::default());
         let (f1, f2, f3) = (fingerprint(1), fingerprint(2), fingerprint(3));
-        store
-            .write(|db| put_current(db, &mut a, id(1), &f1, Utc::now()))
-            .unwrap();
+        store.write(put(&mut a, 1, &f1)).unwrap();
         // b catches up incrementally.
         store.read(|db| refresh(db, &mut b)).unwrap();
         assert_eq!((b.index.len(), b.loaded_seq), (1, 1));
         // a's next write is rolled back after it reached a's cache…
         let failed: Result<i64, StoreError> = store.write(|db| {
-            put_current(db, &mut a, id(2), &f2, Utc::now())?;
+            put(&mut a, 2, &f2)(db)?;
             Err(StoreError::Corrupt("injected failure".into()))
         });
         assert!(failed.is_err());
         assert!(a.index.contains(id(2)));
         // …and b then takes the same sequence number for another vertex.
-        store
-            .write(|db| put_current(db, &mut b, id(3), &f3, Utc::now()))
-            .unwrap();
+        store.write(put(&mut b, 3, &f3)).unwrap();
         // Same max seq and row count as a's cache: only the unconfirmed write reveals it.
         store.read(|db| refresh(db, &mut a)).unwrap();
         assert!(!a.index.contains(id(2)));

@@ -97,6 +97,15 @@ pub fn consistency(version_distances: &[f64]) -> f64 {
     (s / version_distances.len() as f64).clamp(0.0, 1.0)
 }
 
+/// The ΔC formula as text, from the constants that define it:
+/// `0.4·connectivity(θ_edge=0.7) + 0.4·silhouette_fit + 0.2·version_consistency`.
+pub fn delta_c_formula() -> String {
+    format!(
+        "{W_CONNECTIVITY}·connectivity(θ_edge={THETA_EDGE}) + {W_CLUSTER_FIT}·silhouette_fit + \
+         {W_CONSISTENCY}·version_consistency"
+    )
+}
+
 /// The three components and their weighted sum.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CoherenceParts {
@@ -197,6 +206,14 @@ pub fn johari_threshold(requested: Option<f64>) -> Result<f64, JohariThresholdEr
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_formula_text_quotes_the_constants() {
+        assert_eq!(
+            delta_c_formula(),
+            "0.4·connectivity(θ_edge=0.7) + 0.4·silhouette_fit + 0.2·version_consistency"
+        );
+    }
 
     const TOL: f64 = 1e-12;
 

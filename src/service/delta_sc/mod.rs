@@ -9,6 +9,8 @@
 //! - [`coherence`]: connectivity, cluster fit (silhouette), consistency; Johari quadrants.
 //! - [`index`]: the in-memory E1 matrix for exact cosine k-NN over stored vertices.
 //! - [`compute`]: one update's ΔS/ΔC, aggregates, quadrants and learning score.
+//! - [`plan`]: one memory update as a plan (result, versions to persist, cache changes), the
+//!   operation the tool calls; [`plan::version_history`] is the one version-history rule.
 //!
 //! The context of an update (issue 5):
 //!
@@ -27,6 +29,7 @@ pub mod coherence;
 pub mod distance;
 pub mod fingerprint;
 pub mod index;
+pub mod plan;
 pub mod surprise;
 
 #[cfg(test)]
@@ -39,13 +42,19 @@ use uuid::Uuid;
 
 use crate::service::vocab::Lambdas;
 
-pub use coherence::{CoherenceParts, JohariQuadrant, JohariThresholdError, Silhouette};
+pub use coherence::{
+    CoherenceParts, JohariQuadrant, JohariThresholdError, Silhouette, delta_c_formula,
+};
 pub use distance::{DistanceMethod, PreparedFingerprint};
 pub use fingerprint::{
     EmbedderId, EmbedderKind, EmbedderRef, EmbedderValue, Fingerprint, FingerprintBuilder,
     FingerprintError, NUM_EMBEDDERS, SPARSE_VOCAB, SparseVector, TOKEN_DIM, TokenVectors,
 };
 pub use index::{E1Index, Hit, IndexError};
+pub use plan::{
+    Learner, NearbyVertex, StoredContext, StoredVertex, UpdatePlan, UpdateRequest, VertexWrite,
+    plan_update, version_history,
+};
 pub use surprise::{DistanceHistogram, HistogramError, MIN_SAMPLES, SurpriseNormalizer};
 
 /// Stored neighbours in the surprise context H (k of the k-NN context).
@@ -88,9 +97,10 @@ pub struct Neighbour<'a> {
 /// The store's context for one update.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct DeltaScContext<'a> {
-    /// The vertex's stored previous versions, oldest first; only the last [`MAX_VERSIONS`] are
-    /// used. The request's old fingerprint is added as the latest version by [`compute`].
-    pub previous_versions: &'a [Fingerprint],
+    /// The vertex's previous versions, oldest first ([`version_history`] without its last
+    /// element); only the last [`MAX_VERSIONS`] are used. The request's old fingerprint is added
+    /// as the latest version by [`compute`].
+    pub previous_versions: &'a [&'a Fingerprint],
     /// Nearest stored vertices by E1 cosine, most similar first, the vertex itself excluded;
     /// the first [`MAX_NEIGHBOURS`] are used, the first [`K_SURPRISE`] enter H.
     pub neighbours: &'a [Neighbour<'a>],
@@ -254,7 +264,6 @@ pub fn compute(input: &DeltaScInput<'_>) -> Result<DeltaScOutput, DeltaScError> 
         })?;
     let johari_threshold = coherence::johari_threshold(input.johari_threshold)?;
     let weights = normalised_weights(input.weights)?;
-    let (lambda_s, lambda_c) = (input.lambda.s(), input.lambda.c());
 
     let ctx = &input.context;
     let versions =
@@ -269,6 +278,7 @@ pub fn compute(input: &DeltaScInput<'_>) -> Result<DeltaScOutput, DeltaScError> 
     // Own versions V: stored versions, then the old fingerprint (latest).
     let version_d: Vec<[f64; NUM_EMBEDDERS]> = versions
         .iter()
+        .copied()
         .chain(std::iter::once(input.old))
         .map(distances_to)
         .collect();
@@ -338,7 +348,7 @@ pub fn compute(input: &DeltaScInput<'_>) -> Result<DeltaScOutput, DeltaScError> 
         delta_c,
         quadrant: JohariQuadrant::classify(delta_s, delta_c, johari_threshold),
         utl_learning_potential: delta_s * delta_c,
-        learning_score: lambda_s * delta_s + lambda_c * delta_c,
+        learning_score: input.lambda.learning_score(delta_s, delta_c),
         lambda: input.lambda,
         johari_threshold,
         surprise_context,

@@ -155,7 +155,8 @@ fn same_store_and_input_give_same_output() {
     let normalizer = trained_normalizer();
     let old = near(&p, 0.2, 1);
     let new = near(&p, 0.2, 2);
-    let versions = vec![near(&p, 0.2, 3), near(&p, 0.2, 4)];
+    let (v3, v4) = (near(&p, 0.2, 3), near(&p, 0.2, 4));
+    let versions = vec![&v3, &v4];
     let run = |s: &[(Uuid, Fingerprint)]| {
         let index = index_of(s);
         let (n, b) = neighbourhood(s, &index, &new);
