@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use clap::Parser;
 use meta_utl_mcp::server;
-use meta_utl_mcp::store::{DbPath, Store};
+use meta_utl_mcp::store::{DbPath, Store, StoreError};
 use meta_utl_mcp::tools::{App, Profile, ToolFamily};
 use tracing_subscriber::EnvFilter;
 
@@ -144,6 +144,14 @@ fn main() -> ExitCode {
     let app = match App::with_profile(store, profile) {
         Ok(app) => Arc::new(app),
         Err(e) => {
+            // A stored value out of its range is damage: name the file and the way out.
+            let e = match e {
+                StoreError::Corrupt(reason) => StoreError::Damaged {
+                    path: path.display(),
+                    reason,
+                },
+                other => other,
+            };
             eprintln!("meta-utl-mcp: {e}");
             return ExitCode::from(2);
         }
