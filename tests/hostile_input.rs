@@ -1,5 +1,5 @@
 //! Hostile input over the real binary: what a client sends is never echoed without a bound, in
-//! answers or in logs (issue 16, item 8).
+//! answers or in logs, and ids come back byte for byte (issue 16, items 6 and 8).
 
 mod common;
 
@@ -62,4 +62,39 @@ fn a_lone_surrogate_is_read_as_a_replacement_character_and_the_id_is_kept() {
         r["result"]["structuredContent"]["target"], "a\u{fffd}b",
         "{r}"
     );
+}
+
+#[test]
+fn every_numeric_id_is_echoed_byte_for_byte() {
+    let ids = [
+        "18446744073709551616",
+        "-9223372036854775809",
+        "123456789012345678901234567890",
+        "1.0",
+        "1E3",
+        "1e-7",
+        "-0",
+        "0.1000000000000000055511151231257827",
+        "3.141592653589793238462643383279",
+        "7",
+    ];
+    let mut s = Server::start();
+    for id in ids {
+        // A request, an error for an unknown method, and the same in a batch.
+        s.send_line(&format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#));
+        let line = s.recv_raw();
+        assert!(line.contains(&format!(r#""id":{id},"#)), "{id}: {line}");
+        s.send_line(&format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"nope"}}"#));
+        let line = s.recv_raw();
+        assert!(line.contains(&format!(r#""id":{id},"#)), "{id}: {line}");
+        s.send_line(&format!(
+            r#"[{{"jsonrpc":"2.0","id":{id},"method":"ping"}},{{"jsonrpc":"1.0","id":{id}}}]"#
+        ));
+        let line = s.recv_raw();
+        assert_eq!(
+            line.matches(&format!(r#""id":{id},"#)).count(),
+            2,
+            "{id}: {line}"
+        );
+    }
 }

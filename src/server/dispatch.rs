@@ -176,10 +176,9 @@ fn handle(app: &App, id: &Id, method: &str, params: &Value) -> Result<Vec<u8>, R
             id,
             &mcp::encode_argument_error(era, &message, structured.as_ref()),
         ),
-        Reply::Value(result) => encode(&jsonrpc::success(
-            id,
-            mcp::shape_result(era, method, result),
-        )),
+        Reply::Value(result) => {
+            jsonrpc::success_line(id, &encode(&mcp::shape_result(era, method, result)))
+        }
     })
 }
 
@@ -251,17 +250,15 @@ fn call_tool(app: &App, id: &Id, params: &Value) -> Result<tools::ToolReply, Cal
     })
 }
 
-/// One response as a line of JSON text (without the newline).
+/// A result object as JSON text.
 fn encode(value: &Value) -> Vec<u8> {
-    serde_json::to_vec(value).unwrap_or_else(|e| {
-        tracing::error!(error = %e, "could not encode a response");
-        br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"Internal error: the response could not be encoded"}}"#.to_vec()
-    })
+    // A `Value` always serialises (its map keys are strings); the fallback is never used.
+    serde_json::to_vec(value).unwrap_or_else(|_| b"{}".to_vec())
 }
 
 /// An error response as a line of JSON text (without the newline).
 pub(super) fn error_line(id: &Id, error: &RpcError) -> Vec<u8> {
-    encode(&jsonrpc::failure(id, error))
+    jsonrpc::failure_line(id, error)
 }
 
 /// The answer to a line longer than [`MAX_LINE_BYTES`]: `-32600` with `id: null`.
