@@ -167,7 +167,11 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match runtime.block_on(server::run_stdio(app)) {
+    let served = runtime.block_on(server::run_stdio(app));
+    // After the shutdown grace period, threads may still be blocked writing to a client that
+    // stopped reading: the exit does not wait for them.
+    runtime.shutdown_background();
+    match served {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("meta-utl-mcp: stdout failed: {e}");

@@ -227,6 +227,26 @@ fn raw_ids(text: &[u8], messages: &[Value]) -> Option<Vec<Option<String>>> {
     (items.len() == messages.len()).then(|| items.into_iter().map(id_of).collect())
 }
 
+/// The id of the single message `line` without parsing the rest of it (skipped without
+/// allocating): to answer a line that is refused before it is decoded. [`Id::Null`] for a
+/// batch, a message without a readable id, or text that is not JSON.
+pub fn peek_id(line: &[u8]) -> Id {
+    use serde_json::value::RawValue;
+    #[derive(serde::Deserialize)]
+    struct IdOnly<'a> {
+        #[serde(borrow)]
+        id: Option<&'a RawValue>,
+    }
+    let Ok(IdOnly { id: Some(raw) }) = serde_json::from_slice::<IdOnly<'_>>(line) else {
+        return Id::Null;
+    };
+    match serde_json::from_str::<Value>(raw.get()) {
+        Ok(Value::Number(_)) => Id::Number(raw.get().to_string()),
+        Ok(Value::String(s)) => Id::String(s),
+        _ => Id::Null,
+    }
+}
+
 /// `line` with every `\uXXXX` escape of an unpaired UTF-16 surrogate replaced by `\ufffd`; a
 /// high surrogate followed by a low one is a pair and is kept. Escaped backslashes (`\\`) are
 /// skipped, so `"\\ud800"` (a backslash, then the text `ud800`) is left alone.
