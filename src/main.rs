@@ -79,6 +79,14 @@ or pipe a request:
 Waiting for JSON-RPC on stdin (Ctrl-D to quit).";
 
 fn main() -> ExitCode {
+    // First, before any thread exists: every thread started later inherits the blocked signals.
+    let signals = match server::signals::install() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("meta-utl-mcp: cannot set up signal handling: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let cli = Cli::parse();
     let filter = match &cli.log_level {
         Some(level) => EnvFilter::try_new(level),
@@ -167,7 +175,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let served = runtime.block_on(server::run_stdio(app));
+    let served = runtime.block_on(server::run_stdio(app, signals));
     // After the shutdown grace period, threads may still be blocked writing to a client that
     // stopped reading: the exit does not wait for them.
     runtime.shutdown_background();

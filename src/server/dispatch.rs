@@ -74,6 +74,21 @@ pub(super) fn single_request_id(decoded: &Decoded) -> Option<Id> {
     }
 }
 
+/// Whether a decoded line gets an answer: anything but notifications and responses.
+pub(super) fn expects_answer(decoded: &Decoded) -> bool {
+    let one = |m: &Incoming| {
+        !matches!(
+            m,
+            Incoming::Response | Incoming::Request(Request { id: None, .. })
+        )
+    };
+    match decoded {
+        Decoded::Single(m) => one(m),
+        Decoded::Batch(items) => items.iter().any(one),
+        Decoded::Error(_) => true,
+    }
+}
+
 /// The request id (as its JSON text) named by a `notifications/cancelled` line, if it is one:
 /// the key to [`InFlight::cancel`].
 pub(super) fn cancel_target(decoded: &Decoded) -> Option<String> {

@@ -215,9 +215,11 @@ fn reader_thread<R: Input>(
     }
 }
 
-/// Answers made and written, for the shutdown log.
+/// Answers due, made and written, for the shutdown log.
 #[derive(Default)]
 pub(super) struct Tally {
+    /// Lines read that are to be answered (not notifications).
+    pub(super) due: AtomicUsize,
     /// Answers handed to [`Output`].
     pub(super) made: AtomicUsize,
     /// Answers written and flushed.

@@ -41,6 +41,7 @@ mod dispatch;
 mod executor;
 mod io;
 mod sequencer;
+pub mod signals;
 
 pub use budget::{ANSWER_BUDGET, BYTES_PER_TOKEN, MAX_REQUEST_COST, REQUEST_BUDGET};
 pub use dispatch::MAX_BATCH_ANSWER_BYTES;
@@ -85,31 +86,39 @@ where
     let (out, writer_thread) = io::spawn_writer(writer, budget.clone(), tally.clone())?;
     let (mut lines, stop) = io::spawn_reader(reader, budget.clone())?;
     let (writes, executor) = executor::spawn(app.clone(), budget.clone())?;
-    let mut server = Server::new(app, out, writes, budget);
+    let mut server = Server::new(app, out, writes, budget, tally.clone());
     tokio::pin!(shutdown);
     let signalled = server.serve(&mut lines, shutdown.as_mut(), &stop).await;
     if !signalled {
         return server.finish(executor, writer_thread).await;
     }
-    let permits = server.permits.clone();
     let drained = async {
         server.drain(&mut lines).await;
         server.finish(executor, writer_thread).await
     };
-    match tokio::time::timeout(SHUTDOWN_GRACE, drained).await {
-        Ok(result) => result,
-        Err(_) => {
+    // The grace period is timed by a thread, not by the runtime's timer, which fires late
+    // when a worker is blocked writing to a client that does not read.
+    let (grace_over, grace) = tokio::sync::oneshot::channel::<()>();
+    std::thread::Builder::new()
+        .name("shutdown-grace".into())
+        .spawn(move || {
+            std::thread::sleep(SHUTDOWN_GRACE);
+            let _ = grace_over.send(());
+        })?;
+    tokio::select! {
+        result = drained => result,
+        _ = grace => {
+            let due = tally.due.load(Ordering::Relaxed);
             let made = tally.made.load(Ordering::Relaxed);
             let written = tally.written.load(Ordering::Relaxed);
-            let running = MAX_IN_FLIGHT - permits.available_permits();
             tracing::warn!(
-                undelivered = made.saturating_sub(written),
-                unanswered = running,
+                undelivered = due.saturating_sub(written),
+                waiting_for_the_client = made.saturating_sub(written),
+                still_running = due.saturating_sub(made),
                 grace_s = SHUTDOWN_GRACE.as_secs(),
-                "shutdown: the client did not read its answers within the grace period; \
-                 {} answers could not be delivered and {} requests were not answered",
-                made.saturating_sub(written),
-                running,
+                "shutdown: the client did not read its answers within the grace period; {} \
+                 answers could not be delivered",
+                due.saturating_sub(written),
             );
             Ok(())
         }
@@ -128,11 +137,19 @@ struct Server<W> {
     in_flight: InFlight,
     /// The memory budget of requests and answers.
     budget: Arc<Budget>,
+    /// Answers due, for the shutdown log.
+    tally: Arc<Tally>,
 }
 
 impl<W: Write + Send + 'static> Server<W> {
     /// A loop that has read nothing yet.
-    fn new(app: Arc<App>, out: Output<W>, writes: WriteQueue, budget: Arc<Budget>) -> Self {
+    fn new(
+        app: Arc<App>,
+        out: Output<W>,
+        writes: WriteQueue,
+        budget: Arc<Budget>,
+        tally: Arc<Tally>,
+    ) -> Self {
         Server {
             app,
             out,
@@ -141,6 +158,7 @@ impl<W: Write + Send + 'static> Server<W> {
             permits: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
             in_flight: InFlight::default(),
             budget,
+            tally,
         }
     }
 
@@ -182,10 +200,12 @@ impl<W: Write + Send + 'static> Server<W> {
         match line.unwrap_or(Ok(Line::Eof)) {
             Ok(Line::Data(bytes, charge)) => self.accept(bytes, charge).await,
             Ok(Line::TooLarge) => {
+                self.tally.due.fetch_add(1, Ordering::Relaxed);
                 self.out.send(dispatch::too_large_line()).await;
                 ControlFlow::Continue(())
             }
             Ok(Line::TooCostly { id, cost }) => {
+                self.tally.due.fetch_add(1, Ordering::Relaxed);
                 self.out.send(dispatch::too_costly_line(&id, cost)).await;
                 ControlFlow::Continue(())
             }
@@ -202,6 +222,9 @@ impl<W: Write + Send + 'static> Server<W> {
     async fn accept(&mut self, bytes: Vec<u8>, charge: Charge) -> ControlFlow<()> {
         let decoded = jsonrpc::decode_line(&bytes);
         drop(bytes);
+        if dispatch::expects_answer(&decoded) {
+            self.tally.due.fetch_add(1, Ordering::Relaxed);
+        }
         let access = Access::of(&decoded);
         if let Some(target) = dispatch::cancel_target(&decoded) {
             self.in_flight.cancel(&target);
@@ -341,37 +364,13 @@ fn deliver_unless_cancelled<W: Write + Send + 'static>(
     })
 }
 
-/// Convenience for the binary: serve on the process's stdin and stdout until EOF, SIGINT or
-/// SIGTERM.
+/// Convenience for the binary: serve on the process's stdin and stdout until EOF or a shutdown
+/// signal ([`signals::install`]).
 ///
 /// # Errors
 /// An I/O error writing stdout.
-pub async fn run_stdio(app: Arc<App>) -> std::io::Result<()> {
-    run(app, std::io::stdin(), std::io::stdout(), shutdown_signal())
+pub async fn run_stdio(app: Arc<App>, signals: signals::Signals) -> std::io::Result<()> {
+    run(app, std::io::stdin(), std::io::stdout(), signals.received())
         .instrument(tracing::info_span!("server"))
         .await
-}
-
-/// Completes on SIGTERM or SIGINT (Ctrl-C elsewhere); never, if the handlers cannot be set.
-async fn shutdown_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        match (
-            signal(SignalKind::terminate()),
-            signal(SignalKind::interrupt()),
-        ) {
-            (Ok(mut term), Ok(mut int)) => {
-                tokio::select! {
-                    _ = term.recv() => {},
-                    _ = int.recv() => {},
-                }
-            }
-            _ => std::future::pending::<()>().await,
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-    }
 }
