@@ -128,11 +128,6 @@ impl Server {
         }
     }
 
-    /// The process id of the server.
-    pub fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
     /// Whether a line arrives within `wait` (used to prove that nothing is sent).
     pub fn recv_within(&mut self, wait: Duration) -> Option<Value> {
         match self.lines.recv_timeout(wait) {
