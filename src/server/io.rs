@@ -9,7 +9,6 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
-use std::time::Duration;
 
 use tokio::sync::mpsc;
 
@@ -26,34 +25,45 @@ const READ_AHEAD_LINES: usize = 64;
 /// Bytes read from the input at a time.
 const READ_BUFFER_BYTES: usize = 64 * 1024;
 
-/// How often a reader waiting for input looks whether it should stop.
-const STOP_POLL: Duration = Duration::from_millis(50);
-
-/// Where requests come from: stdin, or any reader (which cannot say whether input is waiting,
-/// so that stopping waits for its next line or EOF).
+/// Where requests come from: stdin, or any reader (which cannot wait for input and a stop at
+/// once, so that stopping waits for its next line or EOF).
 pub trait Input: Read + Send + 'static {
-    /// Wait up to `timeout` for input (or EOF) to be ready: `false` when none came. The
-    /// default says there is, and the next read may block.
-    fn wait_readable(&self, timeout: Duration) -> bool {
-        let _ = timeout;
+    /// Wait until input (or EOF) is ready to read, `true`, or `stop` has something to read,
+    /// `false`. The default says input is ready, and the next read may block.
+    fn wait_readable(&self, stop: &std::io::PipeReader) -> bool {
+        let _ = stop;
         true
     }
 }
 
 impl Input for std::io::Stdin {
     #[cfg(unix)]
-    fn wait_readable(&self, timeout: Duration) -> bool {
+    fn wait_readable(&self, stop: &std::io::PipeReader) -> bool {
         use std::os::fd::AsRawFd;
-        let mut fd = libc::pollfd {
-            fd: self.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        let ms = libc::c_int::try_from(timeout.as_millis()).unwrap_or(libc::c_int::MAX);
-        // SAFETY: one valid `pollfd` for the duration of the call, and its count 1.
-        let n = unsafe { libc::poll(&mut fd, 1, ms) };
-        // An error (EINTR) reads as "not yet": the caller asks again.
-        n > 0
+        let mut fds = [
+            libc::pollfd {
+                fd: self.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: stop.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        loop {
+            // SAFETY: `fds` is a valid array of two `pollfd` for the duration of the call.
+            let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) };
+            if n > 0 {
+                return fds[0].revents != 0;
+            }
+            // EINTR (or a failure, on which the read will report the error): ask again, or
+            // let the read find out.
+            if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+                return true;
+            }
+        }
     }
 }
 
@@ -93,19 +103,19 @@ enum Read1 {
 fn read_line<R: Input>(
     reader: &mut BufReader<R>,
     cap: usize,
-    stop: &AtomicBool,
+    stop: &ReaderStop,
 ) -> std::io::Result<Read1> {
     let mut buf = Vec::new();
     let mut too_large = false;
     loop {
         while reader.buffer().is_empty() {
-            if stop.load(Ordering::SeqCst) {
+            if stop.flag.load(Ordering::SeqCst) {
                 if !buf.is_empty() || too_large {
                     tracing::info!("shutdown: an incomplete last line was dropped");
                 }
                 return Ok(Read1::Stopped);
             }
-            if reader.get_ref().wait_readable(STOP_POLL) {
+            if reader.get_ref().wait_readable(&stop.wake_rx) {
                 break;
             }
         }
@@ -148,14 +158,29 @@ fn read_line<R: Input>(
 }
 
 /// Asks the reader thread to stop reading the input (see [`read_line`]): it then hands on the
-/// complete lines it holds and ends with [`Line::Eof`].
-#[derive(Clone, Default)]
-pub(super) struct ReaderStop(Arc<AtomicBool>);
+/// complete lines it holds and ends with [`Line::Eof`]. A byte on a pipe wakes a reader that
+/// waits for input ([`Input::wait_readable`]), so that an idle reader needs no timer.
+#[derive(Clone)]
+pub(super) struct ReaderStop {
+    flag: Arc<AtomicBool>,
+    wake_rx: Arc<std::io::PipeReader>,
+    wake_tx: Arc<std::io::PipeWriter>,
+}
 
 impl ReaderStop {
+    fn new() -> std::io::Result<Self> {
+        let (rx, tx) = std::io::pipe()?;
+        Ok(ReaderStop {
+            flag: Arc::new(AtomicBool::new(false)),
+            wake_rx: Arc::new(rx),
+            wake_tx: Arc::new(tx),
+        })
+    }
+
     /// Stop reading new bytes.
     pub(super) fn stop(&self) {
-        self.0.store(true, Ordering::SeqCst);
+        self.flag.store(true, Ordering::SeqCst);
+        let _ = (&*self.wake_tx).write_all(b"x");
     }
 }
 
@@ -169,12 +194,12 @@ pub(super) fn spawn_reader<R: Input>(
     budget: Arc<Budget>,
 ) -> std::io::Result<(mpsc::Receiver<std::io::Result<Line>>, ReaderStop)> {
     let (line_tx, lines) = mpsc::channel(READ_AHEAD_LINES);
-    let stop = ReaderStop::default();
-    let flag = stop.0.clone();
+    let stop = ReaderStop::new()?;
+    let thread_stop = stop.clone();
     let reader = BufReader::with_capacity(READ_BUFFER_BYTES, reader);
     std::thread::Builder::new()
         .name("stdin-reader".into())
-        .spawn(move || reader_thread(reader, line_tx, &budget, &flag))?;
+        .spawn(move || reader_thread(reader, line_tx, &budget, &thread_stop))?;
     Ok((lines, stop))
 }
 
@@ -186,7 +211,7 @@ fn reader_thread<R: Input>(
     mut reader: BufReader<R>,
     lines: mpsc::Sender<std::io::Result<Line>>,
     budget: &Arc<Budget>,
-    stop: &AtomicBool,
+    stop: &ReaderStop,
 ) {
     loop {
         let line = match read_line(&mut reader, MAX_LINE_BYTES, stop) {
@@ -379,7 +404,7 @@ mod tests {
         input.push(b'\n');
         input.extend_from_slice(b"ok\nlast");
         let mut r = BufReader::with_capacity(8, std::io::Cursor::new(input));
-        let go = AtomicBool::new(false);
+        let go = ReaderStop::new().unwrap();
         assert!(matches!(
             read_line(&mut r, 10, &go).unwrap(),
             Read1::TooLarge
@@ -393,9 +418,9 @@ mod tests {
     fn a_stop_delivers_the_complete_lines_buffered_and_reads_nothing_more() {
         let input = b"one\ntwo\nthr".to_vec();
         let mut r = BufReader::with_capacity(64, std::io::Cursor::new(input));
-        let stop = AtomicBool::new(false);
+        let stop = ReaderStop::new().unwrap();
         assert!(matches!(read_line(&mut r, 10, &stop).unwrap(), Read1::Data(d) if d == b"one"));
-        stop.store(true, Ordering::SeqCst);
+        stop.stop();
         assert!(matches!(read_line(&mut r, 10, &stop).unwrap(), Read1::Data(d) if d == b"two"));
         assert!(matches!(
             read_line(&mut r, 10, &stop).unwrap(),
