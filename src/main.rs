@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use clap::Parser;
 use meta_utl_mcp::server;
-use meta_utl_mcp::store::{DbPath, Store};
+use meta_utl_mcp::store::{DbPath, Store, StoreError};
 use meta_utl_mcp::tools::{App, Profile, ToolFamily};
 use tracing_subscriber::EnvFilter;
 
@@ -79,6 +79,14 @@ or pipe a request:
 Waiting for JSON-RPC on stdin (Ctrl-D to quit).";
 
 fn main() -> ExitCode {
+    // First, before any thread exists: every thread started later inherits the blocked signals.
+    let signals = match server::signals::install() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("meta-utl-mcp: cannot set up signal handling: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let cli = Cli::parse();
     let filter = match &cli.log_level {
         Some(level) => EnvFilter::try_new(level),
@@ -144,6 +152,14 @@ fn main() -> ExitCode {
     let app = match App::with_profile(store, profile) {
         Ok(app) => Arc::new(app),
         Err(e) => {
+            // A stored value out of its range is damage: name the file and the way out.
+            let e = match e {
+                StoreError::Corrupt(reason) => StoreError::Damaged {
+                    path: path.display(),
+                    reason,
+                },
+                other => other,
+            };
             eprintln!("meta-utl-mcp: {e}");
             return ExitCode::from(2);
         }
@@ -159,7 +175,11 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match runtime.block_on(server::run_stdio(app)) {
+    let served = runtime.block_on(server::run_stdio(app, signals));
+    // After the shutdown grace period, threads may still be blocked writing to a client that
+    // stopped reading: the exit does not wait for them.
+    runtime.shutdown_background();
+    match served {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("meta-utl-mcp: stdout failed: {e}");

@@ -162,8 +162,11 @@ fn a_database_from_a_newer_version_is_refused_and_left_untouched() {
     let db = dir.path().join("future.db");
     {
         let conn = rusqlite::Connection::open(&db).unwrap();
-        conn.execute_batch("CREATE TABLE t (x); PRAGMA user_version = 999;")
-            .unwrap();
+        // Ours (the application id is the ASCII of "MUTL"), from a newer binary.
+        conn.execute_batch(
+            "CREATE TABLE t (x); PRAGMA application_id = 1297437772; PRAGMA user_version = 999;",
+        )
+        .unwrap();
     }
     let before = std::fs::read(&db).unwrap();
     let (status, _, stderr) = pipe(&db, b"");

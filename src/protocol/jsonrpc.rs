@@ -22,8 +22,10 @@ pub const INTERNAL_ERROR: i64 = -32603;
 /// `Null` is only used in error responses to messages whose id could not be read.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Id {
-    /// A numeric id, kept as the original JSON number so that `1` stays `1` and `1.5` stays `1.5`.
-    Number(serde_json::Number),
+    /// A numeric id, kept as the JSON text the client sent (`1`, `1.5`, `1E3`,
+    /// `18446744073709551616`) and echoed byte for byte: read as an `f64`, an integer beyond
+    /// 64 bits or a long fraction would come back changed.
+    Number(String),
     /// A string id.
     String(String),
     /// No readable id.
@@ -31,10 +33,21 @@ pub enum Id {
 }
 
 impl Id {
-    /// The id as a JSON value.
+    /// The id as JSON text, exactly as the client sent a number.
+    pub fn to_json(&self) -> String {
+        match self {
+            Id::Number(n) => n.clone(),
+            Id::String(s) => Value::String(s.clone()).to_string(),
+            Id::Null => "null".into(),
+        }
+    }
+
+    /// The id as a JSON value, for matching it with an id the client names in a message
+    /// (`notifications/cancelled`): a number as serde_json reads it, which may differ from
+    /// the text beyond 64-bit integers and `f64` precision.
     pub fn to_value(&self) -> Value {
         match self {
-            Id::Number(n) => Value::Number(n.clone()),
+            Id::Number(n) => serde_json::from_str(n).unwrap_or(Value::Null),
             Id::String(s) => Value::String(s.clone()),
             Id::Null => Value::Null,
         }
@@ -43,7 +56,7 @@ impl Id {
     /// A short, log-friendly rendering of the id.
     pub fn display(&self) -> String {
         match self {
-            Id::Number(n) => n.to_string(),
+            Id::Number(n) => n.clone(),
             Id::String(s) => format!("{s:?}"),
             Id::Null => "null".into(),
         }
@@ -133,17 +146,19 @@ pub enum Decoded {
 pub fn decode_line(line: &[u8]) -> Decoded {
     let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
     let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let mut replaced = None;
     let parsed = serde_json::from_slice(line).or_else(|e| {
         // JSON text may escape a lone UTF-16 surrogate (`"a\ud800b"`), which no Rust string can
         // hold; serde_json refuses the whole line, and the answer could not carry the request's
         // id. Such escapes are read as U+FFFD REPLACEMENT CHARACTER instead, as WHATWG's
         // decoders do with ill-formed UTF-16 (only on this error, so valid lines pay nothing).
         if e.to_string().contains("hex escape") {
-            serde_json::from_slice(&replace_lone_surrogates(line))
+            serde_json::from_slice(replaced.insert(replace_lone_surrogates(line)))
         } else {
             Err(e)
         }
     });
+    let text = replaced.as_deref().unwrap_or(line);
     let value: Value = match parsed {
         Ok(v) => v,
         Err(e) => {
@@ -160,8 +175,75 @@ pub fn decode_line(line: &[u8]) -> Decoded {
             INVALID_REQUEST,
             "Invalid Request: an empty batch is not allowed",
         )),
-        Value::Array(items) => Decoded::Batch(items.into_iter().map(decode_message).collect()),
-        other => Decoded::Single(decode_message(other)),
+        Value::Array(items) => {
+            let mut raw = raw_ids(text, &items);
+            Decoded::Batch(
+                items
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, m)| decode_message(m, raw.as_mut().and_then(|r| r[i].take())))
+                    .collect(),
+            )
+        }
+        other => {
+            let raw = raw_ids(text, std::slice::from_ref(&other)).and_then(|mut r| r[0].take());
+            Decoded::Single(decode_message(other, raw))
+        }
+    }
+}
+
+/// Whether reading `id` as a number may have changed it: serde_json keeps integers within 64
+/// bits exactly and reads everything else (`1.5`, `1E3`, `-0`, `2^64`) as an `f64`.
+fn lossy_id(message: &Value) -> bool {
+    matches!(message.get("id"), Some(Value::Number(n)) if n.is_f64())
+}
+
+/// The ids of the message or batch `text` as the client wrote them, one per message (`None`
+/// where there is none), read only when some id may have been changed by [`decode_line`]'s
+/// parse ([`lossy_id`]), so that ordinary lines are parsed once. A second, borrowing parse
+/// that skips everything but the ids, instead of serde_json's `arbitrary_precision`, which
+/// would slow every number in every request.
+fn raw_ids(text: &[u8], messages: &[Value]) -> Option<Vec<Option<String>>> {
+    use serde_json::value::RawValue;
+    #[derive(serde::Deserialize)]
+    struct IdOnly<'a> {
+        #[serde(borrow)]
+        id: Option<&'a RawValue>,
+    }
+    if !messages.iter().any(lossy_id) {
+        return None;
+    }
+    let id_of = |m: &RawValue| {
+        serde_json::from_str::<IdOnly<'_>>(m.get())
+            .ok()
+            .and_then(|m| m.id)
+            .map(|id| id.get().to_string())
+    };
+    let whole: &RawValue = serde_json::from_slice(text).ok()?;
+    if messages.len() == 1 && !whole.get().starts_with('[') {
+        return Some(vec![id_of(whole)]);
+    }
+    let items: Vec<&RawValue> = serde_json::from_str(whole.get()).ok()?;
+    (items.len() == messages.len()).then(|| items.into_iter().map(id_of).collect())
+}
+
+/// The id of the single message `line` without parsing the rest of it (skipped without
+/// allocating): to answer a line that is refused before it is decoded. [`Id::Null`] for a
+/// batch, a message without a readable id, or text that is not JSON.
+pub fn peek_id(line: &[u8]) -> Id {
+    use serde_json::value::RawValue;
+    #[derive(serde::Deserialize)]
+    struct IdOnly<'a> {
+        #[serde(borrow)]
+        id: Option<&'a RawValue>,
+    }
+    let Ok(IdOnly { id: Some(raw) }) = serde_json::from_slice::<IdOnly<'_>>(line) else {
+        return Id::Null;
+    };
+    match serde_json::from_str::<Value>(raw.get()) {
+        Ok(Value::Number(_)) => Id::Number(raw.get().to_string()),
+        Ok(Value::String(s)) => Id::String(s),
+        _ => Id::Null,
     }
 }
 
@@ -205,16 +287,17 @@ fn replace_lone_surrogates(line: &[u8]) -> Vec<u8> {
     out
 }
 
-fn read_id(value: &Value) -> Result<Id, String> {
+/// The id `value`; a number as `raw` (its text as sent) when given.
+fn read_id(value: &Value, raw: Option<String>) -> Result<Id, String> {
     match value {
-        Value::Number(n) => Ok(Id::Number(n.clone())),
+        Value::Number(n) => Ok(Id::Number(raw.unwrap_or_else(|| n.to_string()))),
         Value::String(s) => Ok(Id::String(s.clone())),
         Value::Null => Ok(Id::Null),
         _ => Err("the id must be a string or a number".into()),
     }
 }
 
-fn decode_message(value: Value) -> Incoming {
+fn decode_message(value: Value, raw_id: Option<String>) -> Incoming {
     let Value::Object(mut obj) = value else {
         return Incoming::Invalid(
             Id::Null,
@@ -224,7 +307,7 @@ fn decode_message(value: Value) -> Incoming {
             ),
         );
     };
-    let id = match obj.get("id").map(read_id) {
+    let id = match obj.get("id").map(|v| read_id(v, raw_id)) {
         None => None,
         Some(Ok(id)) => Some(id),
         Some(Err(why)) => {
@@ -259,27 +342,30 @@ fn decode_message(value: Value) -> Incoming {
     Incoming::Request(Request { id, method, params })
 }
 
-/// Encode a success response as one JSON value.
-pub fn success(id: &Id, result: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": id.to_value(), "result": result})
-}
-
 /// Encode a success response whose `result` is already JSON text (e.g. from
-/// [`crate::protocol::mcp::encode_call_result`]) as one line without the newline.
+/// [`crate::protocol::mcp::encode_tool_result`]) as one line without the newline.
 pub fn success_line(id: &Id, result_json: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(result_json.len() + 48);
+    let id = id.to_json();
+    let mut out = Vec::with_capacity(result_json.len() + id.len() + 40);
     out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
-    // Numbers and strings always encode; the Vec writer cannot fail.
-    let _ = serde_json::to_writer(&mut out, &id.to_value());
+    out.extend_from_slice(id.as_bytes());
     out.extend_from_slice(br#","result":"#);
     out.extend_from_slice(result_json);
     out.push(b'}');
     out
 }
 
-/// Encode an error response as one JSON value.
-pub fn failure(id: &Id, error: &RpcError) -> Value {
-    json!({"jsonrpc": "2.0", "id": id.to_value(), "error": error.to_value()})
+/// Encode an error response as one line without the newline.
+pub fn failure_line(id: &Id, error: &RpcError) -> Vec<u8> {
+    let id = id.to_json();
+    let error = error.to_value().to_string();
+    let mut out = Vec::with_capacity(error.len() + id.len() + 40);
+    out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    out.extend_from_slice(id.as_bytes());
+    out.extend_from_slice(br#","error":"#);
+    out.extend_from_slice(error.as_bytes());
+    out.push(b'}');
+    out
 }
 
 #[cfg(test)]
@@ -292,7 +378,7 @@ mod tests {
         let Decoded::Single(Incoming::Request(r)) = d else {
             panic!("{d:?}")
         };
-        assert_eq!(r.id, Some(Id::Number(7.into())));
+        assert_eq!(r.id, Some(Id::Number("7".into())));
         assert_eq!(r.method, "x\u{fffd}y");
         assert_eq!(r.params["a"], "\u{fffd}");
         assert_eq!(r.params["b"], "😀");
@@ -322,6 +408,40 @@ mod tests {
             };
             assert_eq!(req.id.unwrap().to_value(), want, "{line}");
         }
+    }
+
+    #[test]
+    fn numeric_ids_keep_their_text_in_single_messages_and_batches() {
+        let ids = |line: &str| -> Vec<String> {
+            let msgs = match decode_line(line.as_bytes()) {
+                Decoded::Single(m) => vec![m],
+                Decoded::Batch(ms) => ms,
+                Decoded::Error(e) => panic!("{line}: {e:?}"),
+            };
+            msgs.into_iter()
+                .map(|m| match m {
+                    Incoming::Request(r) => r.id.map_or("-".into(), |id| id.to_json()),
+                    Incoming::Invalid(id, _) => id.to_json(),
+                    Incoming::Response => "response".into(),
+                })
+                .collect()
+        };
+        assert_eq!(
+            ids(r#"{"jsonrpc":"2.0","id":18446744073709551616,"method":"x\ud800"}"#),
+            ["18446744073709551616"]
+        );
+        assert_eq!(
+            ids(
+                r#" [ 5, {"jsonrpc":"2.0","id":1E3,"method":"a"}, {"jsonrpc":"2.0","method":"n"},
+                   {"jsonrpc":"1.0","id":-0}, {"jsonrpc":"2.0","id":"s","method":"b"} ] "#
+            ),
+            ["null", "1E3", "-", "-0", r#""s""#]
+        );
+        // Integers within 64 bits are not parsed twice, and come back as sent anyway.
+        assert_eq!(
+            ids(r#"{"jsonrpc":"2.0","id":-9223372036854775808,"method":"m"}"#),
+            ["-9223372036854775808"]
+        );
     }
 
     #[test]
@@ -355,13 +475,13 @@ mod tests {
             (r#"42"#, Id::Null),
             (
                 r#"{"jsonrpc":"1.0","id":3,"method":"ping"}"#,
-                Id::Number(3.into()),
+                Id::Number("3".into()),
             ),
             (r#"{"jsonrpc":"2.0","id":"a"}"#, Id::String("a".into())),
             (r#"{"jsonrpc":"2.0","id":{},"method":"ping"}"#, Id::Null),
             (
                 r#"{"jsonrpc":"2.0","id":4,"method":"ping","params":3}"#,
-                Id::Number(4.into()),
+                Id::Number("4".into()),
             ),
         ];
         for (line, want_id) in cases {

@@ -17,7 +17,7 @@ use crate::protocol::jsonrpc::{
 use crate::protocol::mcp;
 use crate::tools::{self, App, CallError, wire};
 
-use super::MAX_LINE_BYTES;
+use super::{MAX_LINE_BYTES, MAX_REQUEST_COST};
 
 /// Set once the client cancels a request; read by its task and by its write's delivery.
 #[derive(Clone, Default)]
@@ -74,6 +74,21 @@ pub(super) fn single_request_id(decoded: &Decoded) -> Option<Id> {
     }
 }
 
+/// Whether a decoded line gets an answer: anything but notifications and responses.
+pub(super) fn expects_answer(decoded: &Decoded) -> bool {
+    let one = |m: &Incoming| {
+        !matches!(
+            m,
+            Incoming::Response | Incoming::Request(Request { id: None, .. })
+        )
+    };
+    match decoded {
+        Decoded::Single(m) => one(m),
+        Decoded::Batch(items) => items.iter().any(one),
+        Decoded::Error(_) => true,
+    }
+}
+
 /// The request id (as its JSON text) named by a `notifications/cancelled` line, if it is one:
 /// the key to [`InFlight::cancel`].
 pub(super) fn cancel_target(decoded: &Decoded) -> Option<String> {
@@ -105,7 +120,22 @@ fn answer_line(app: &App, decoded: Decoded) -> Option<Vec<u8>> {
         Decoded::Error(e) => Some(error_line(&Id::Null, &e)),
         Decoded::Single(m) => answer(app, m),
         Decoded::Batch(items) => {
-            let replies: Vec<Vec<u8>> = items.into_iter().filter_map(|m| answer(app, m)).collect();
+            // One line can hold thousands of cheap requests with large answers (`tools/list`
+            // is 79 kB): once the batch's answers pass MAX_BATCH_ANSWER_BYTES, the rest is not
+            // run, and each request left is answered with a short error saying so.
+            let mut replies: Vec<Vec<u8>> = Vec::new();
+            let mut bytes = 0;
+            for m in items {
+                let reply = if bytes > MAX_BATCH_ANSWER_BYTES {
+                    not_run(m)
+                } else {
+                    answer(app, m)
+                };
+                if let Some(r) = reply {
+                    bytes += r.len() + 1;
+                    replies.push(r);
+                }
+            }
             (!replies.is_empty()).then(|| {
                 let mut out =
                     Vec::with_capacity(replies.iter().map(|r| r.len() + 1).sum::<usize>() + 2);
@@ -120,6 +150,29 @@ fn answer_line(app: &App, decoded: Decoded) -> Option<Vec<u8>> {
                 out
             })
         }
+    }
+}
+
+/// The answers of one batch reach at most about this many bytes (plus the last answer run,
+/// and a short error for each request left).
+pub const MAX_BATCH_ANSWER_BYTES: usize = 16 * 1024 * 1024;
+
+/// The answer to a batch element left unrun because the batch's answers are too large.
+fn not_run(msg: Incoming) -> Option<Vec<u8>> {
+    match msg {
+        Incoming::Request(Request { id: Some(id), .. }) => Some(error_line(
+            &id,
+            &RpcError::new(
+                INVALID_REQUEST,
+                format!(
+                    "Invalid Request: not run, because the answers of this batch already \
+                     exceed {} MiB; send it again in a smaller batch",
+                    MAX_BATCH_ANSWER_BYTES / (1024 * 1024)
+                ),
+            ),
+        )),
+        Incoming::Invalid(id, e) => Some(error_line(&id, &e)),
+        Incoming::Request(Request { id: None, .. }) | Incoming::Response => None,
     }
 }
 
@@ -176,10 +229,9 @@ fn handle(app: &App, id: &Id, method: &str, params: &Value) -> Result<Vec<u8>, R
             id,
             &mcp::encode_argument_error(era, &message, structured.as_ref()),
         ),
-        Reply::Value(result) => encode(&jsonrpc::success(
-            id,
-            mcp::shape_result(era, method, result),
-        )),
+        Reply::Value(result) => {
+            jsonrpc::success_line(id, &encode(&mcp::shape_result(era, method, result)))
+        }
     })
 }
 
@@ -251,17 +303,31 @@ fn call_tool(app: &App, id: &Id, params: &Value) -> Result<tools::ToolReply, Cal
     })
 }
 
-/// One response as a line of JSON text (without the newline).
+/// A result object as JSON text.
 fn encode(value: &Value) -> Vec<u8> {
-    serde_json::to_vec(value).unwrap_or_else(|e| {
-        tracing::error!(error = %e, "could not encode a response");
-        br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"Internal error: the response could not be encoded"}}"#.to_vec()
-    })
+    // A `Value` always serialises (its map keys are strings); the fallback is never used.
+    serde_json::to_vec(value).unwrap_or_else(|_| b"{}".to_vec())
 }
 
 /// An error response as a line of JSON text (without the newline).
 pub(super) fn error_line(id: &Id, error: &RpcError) -> Vec<u8> {
-    encode(&jsonrpc::failure(id, error))
+    jsonrpc::failure_line(id, error)
+}
+
+/// The answer to a line that would cost `cost` bytes of memory to parse, more than
+/// [`MAX_REQUEST_COST`]: `-32600` under its id (read without parsing the line).
+pub(super) fn too_costly_line(id: &Id, cost: usize) -> Vec<u8> {
+    const MIB: usize = 1024 * 1024;
+    let err = RpcError::new(
+        INVALID_REQUEST,
+        format!(
+            "Invalid Request: reading this request would take about {} MiB of memory (the \
+             limit is {} MiB); send less per request",
+            cost.div_ceil(MIB),
+            MAX_REQUEST_COST / MIB
+        ),
+    );
+    error_line(id, &err)
 }
 
 /// The answer to a line longer than [`MAX_LINE_BYTES`]: `-32600` with `id: null`.

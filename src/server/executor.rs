@@ -10,6 +10,7 @@ use tokio::sync::oneshot;
 use crate::protocol::jsonrpc::Id;
 use crate::tools::App;
 
+use super::budget::Budget;
 use super::dispatch;
 
 /// Writes queued together are committed together, at most this many.
@@ -72,11 +73,14 @@ impl ExecutorThread {
 }
 
 /// Start the write executor on `app`: the queue to submit writes to, and the thread.
-pub(super) fn spawn(app: Arc<App>) -> std::io::Result<(WriteQueue, ExecutorThread)> {
+pub(super) fn spawn(
+    app: Arc<App>,
+    budget: Arc<Budget>,
+) -> std::io::Result<(WriteQueue, ExecutorThread)> {
     let (queue, jobs) = std_mpsc::channel::<WriteJob>();
     let thread = std::thread::Builder::new()
         .name("write-executor".into())
-        .spawn(move || write_executor(app, jobs))?;
+        .spawn(move || write_executor(app, jobs, &budget))?;
     Ok((WriteQueue(queue), ExecutorThread(thread)))
 }
 
@@ -86,8 +90,10 @@ pub(super) fn spawn(app: Arc<App>) -> std::io::Result<(WriteQueue, ExecutorThrea
 /// A lone write costs what it did before; a pipelined stream of writes shares commits, so the
 /// WAL receives each changed page once per group instead of once per write. Answers are
 /// released only after the commit, so an answered write is durable.
-fn write_executor(app: Arc<App>, jobs: std_mpsc::Receiver<WriteJob>) {
+fn write_executor(app: Arc<App>, jobs: std_mpsc::Receiver<WriteJob>, budget: &Budget) {
     while let Ok(first) = jobs.recv() {
+        // A group's answers are made only while the answers waiting for the client leave room.
+        budget.room_for_answers_blocking();
         let mut group = vec![first];
         while group.len() < MAX_GROUP_COMMIT {
             match jobs.try_recv() {

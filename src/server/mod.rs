@@ -13,12 +13,22 @@
 //! executor in reading order, so a piped script sees its writes applied in order, while `ping`
 //! and other protocol requests never wait for a tool. On EOF (or the shutdown signal) reading
 //! stops, every request already read is answered, the output is flushed, and [`run`] returns.
+//!
+//! Memory is bounded by bytes (`budget.rs`): requests in flight and answers waiting for the
+//! client each have a budget, and reading pauses while it is spent.
+//!
+//! Shutdown on the signal: no new bytes are read from the input, but every complete line
+//! already read into the reader's buffer is still answered; a client that does not read its
+//! answers gets [`SHUTDOWN_GRACE`] to do so, after which [`run`] returns anyway and logs how
+//! many answers could not be delivered.
 
 use std::future::Future;
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::ops::ControlFlow;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tracing::Instrument;
@@ -26,15 +36,26 @@ use tracing::Instrument;
 use crate::protocol::jsonrpc::{self, Decoded, Id};
 use crate::tools::App;
 
+mod budget;
 mod dispatch;
 mod executor;
 mod io;
 mod sequencer;
+pub mod signals;
 
+pub use budget::{ANSWER_BUDGET, BYTES_PER_TOKEN, MAX_REQUEST_COST, REQUEST_BUDGET};
+pub use dispatch::MAX_BATCH_ANSWER_BYTES;
+pub use io::Input;
+
+use budget::{Budget, Charge};
 use dispatch::{Cancelled, InFlight};
 use executor::{ExecutorThread, WriteQueue};
-use io::{Line, Output, WriterThread};
+use io::{Line, Output, ReaderStop, Tally, WriterThread};
 use sequencer::{Access, Admission, Sequencer};
+
+/// After the shutdown signal, how long a client that does not read its answers is given
+/// before the server exits anyway.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
 
 /// The largest line accepted: 16 MiB. Longer lines are answered with `-32600` without being
 /// buffered whole.
@@ -45,7 +66,8 @@ pub const MAX_IN_FLIGHT: usize = 256;
 
 /// Serve MCP over a line-delimited reader and writer until EOF or `shutdown` completes.
 ///
-/// Returns after every request already read has been answered and the writer flushed.
+/// Returns after every request already read has been answered and the writer flushed; after
+/// `shutdown`, at the latest [`SHUTDOWN_GRACE`] later.
 ///
 /// # Errors
 /// An I/O error of the writer (e.g. stdout closed); reader errors end reading like EOF.
@@ -56,16 +78,51 @@ pub async fn run<R, W>(
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()>
 where
-    R: BufRead + Send + 'static,
+    R: Input,
     W: Write + Send + 'static,
 {
-    let (out, writer_thread) = io::spawn_writer(writer)?;
-    let mut lines = io::spawn_reader(reader)?;
-    let (writes, executor) = executor::spawn(app.clone())?;
-    let mut server = Server::new(app, out, writes);
+    let budget = Arc::new(Budget::default());
+    let tally = Arc::new(Tally::default());
+    let (out, writer_thread) = io::spawn_writer(writer, budget.clone(), tally.clone())?;
+    let (mut lines, stop) = io::spawn_reader(reader, budget.clone())?;
+    let (writes, executor) = executor::spawn(app.clone(), budget.clone())?;
+    let mut server = Server::new(app, out, writes, budget, tally.clone());
     tokio::pin!(shutdown);
-    server.serve(&mut lines, shutdown.as_mut()).await;
-    server.finish(executor, writer_thread).await
+    let signalled = server.serve(&mut lines, shutdown.as_mut(), &stop).await;
+    if !signalled {
+        return server.finish(executor, writer_thread).await;
+    }
+    let drained = async {
+        server.drain(&mut lines).await;
+        server.finish(executor, writer_thread).await
+    };
+    // The grace period is timed by a thread, not by the runtime's timer, which fires late
+    // when a worker is blocked writing to a client that does not read.
+    let (grace_over, grace) = tokio::sync::oneshot::channel::<()>();
+    std::thread::Builder::new()
+        .name("shutdown-grace".into())
+        .spawn(move || {
+            std::thread::sleep(SHUTDOWN_GRACE);
+            let _ = grace_over.send(());
+        })?;
+    tokio::select! {
+        result = drained => result,
+        _ = grace => {
+            let due = tally.due.load(Ordering::Relaxed);
+            let made = tally.made.load(Ordering::Relaxed);
+            let written = tally.written.load(Ordering::Relaxed);
+            tracing::warn!(
+                undelivered = due.saturating_sub(written),
+                waiting_for_the_client = made.saturating_sub(written),
+                still_running = due.saturating_sub(made),
+                grace_s = SHUTDOWN_GRACE.as_secs(),
+                "shutdown: the client did not read its answers within the grace period; {} \
+                 answers could not be delivered",
+                due.saturating_sub(written),
+            );
+            Ok(())
+        }
+    }
 }
 
 /// The state of the loop: what every request task gets a handle on, and the scheduling of the
@@ -78,11 +135,21 @@ struct Server<W> {
     /// One permit per request read and not yet answered, [`MAX_IN_FLIGHT`] in all.
     permits: Arc<Semaphore>,
     in_flight: InFlight,
+    /// The memory budget of requests and answers.
+    budget: Arc<Budget>,
+    /// Answers due, for the shutdown log.
+    tally: Arc<Tally>,
 }
 
 impl<W: Write + Send + 'static> Server<W> {
     /// A loop that has read nothing yet.
-    fn new(app: Arc<App>, out: Output<W>, writes: WriteQueue) -> Self {
+    fn new(
+        app: Arc<App>,
+        out: Output<W>,
+        writes: WriteQueue,
+        budget: Arc<Budget>,
+        tally: Arc<Tally>,
+    ) -> Self {
         Server {
             app,
             out,
@@ -90,56 +157,74 @@ impl<W: Write + Send + 'static> Server<W> {
             sequencer: Sequencer::default(),
             permits: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
             in_flight: InFlight::default(),
+            budget,
+            tally,
         }
     }
 
-    /// Read lines and start answering each until EOF, a read error or `shutdown`.
+    /// Read lines and start answering each until EOF, a read error or `shutdown`. Returns
+    /// whether `shutdown` ended it; the reader has then been asked to stop, and the lines it
+    /// still holds are for [`Server::drain`].
     async fn serve<F: Future<Output = ()>>(
         &mut self,
         lines: &mut mpsc::Receiver<std::io::Result<Line>>,
         mut shutdown: Pin<&mut F>,
-    ) {
-        while let Some(bytes) = self.next_line(lines, shutdown.as_mut()).await {
-            if self.accept(bytes).await.is_break() {
-                break;
-            }
-        }
-    }
-
-    /// The next line that is not blank, or `None` once reading stops: EOF, a read error, or
-    /// `shutdown` (which wins over a line ready at the same time). An over-long line is
-    /// answered `-32600` and skipped.
-    async fn next_line<F: Future<Output = ()>>(
-        &self,
-        lines: &mut mpsc::Receiver<std::io::Result<Line>>,
-        mut shutdown: Pin<&mut F>,
-    ) -> Option<Vec<u8>> {
+        stop: &ReaderStop,
+    ) -> bool {
         loop {
             let line = tokio::select! {
                 biased;
                 () = shutdown.as_mut() => {
                     tracing::info!("shutdown requested: finishing requests already read");
-                    return None;
+                    stop.stop();
+                    return true;
                 }
-                line = lines.recv() => line.unwrap_or(Ok(Line::Eof)),
+                line = lines.recv() => line,
             };
-            match line {
-                Ok(Line::Data(bytes)) if bytes.iter().all(u8::is_ascii_whitespace) => {}
-                Ok(Line::Data(bytes)) => return Some(bytes),
-                Ok(Line::TooLarge) => self.out.send(dispatch::too_large_line()).await,
-                Ok(Line::Eof) => return None,
-                Err(e) => {
-                    tracing::warn!(error = %e, "stdin read failed; stopping");
-                    return None;
-                }
+            if self.take(line).await.is_break() {
+                return false;
+            }
+        }
+    }
+
+    /// After the shutdown signal: answer every line the reader still hands on (the complete
+    /// lines it had read when asked to stop) until it ends.
+    async fn drain(&mut self, lines: &mut mpsc::Receiver<std::io::Result<Line>>) {
+        while self.take(lines.recv().await).await.is_continue() {}
+    }
+
+    /// Take one line from the reader and start answering it; breaks at its end (EOF, a read
+    /// error, a stop) or when no more requests can be admitted. A line too long or too costly
+    /// to parse is answered `-32600` here.
+    async fn take(&mut self, line: Option<std::io::Result<Line>>) -> ControlFlow<()> {
+        match line.unwrap_or(Ok(Line::Eof)) {
+            Ok(Line::Data(bytes, charge)) => self.accept(bytes, charge).await,
+            Ok(Line::TooLarge) => {
+                self.tally.due.fetch_add(1, Ordering::Relaxed);
+                self.out.send(dispatch::too_large_line()).await;
+                ControlFlow::Continue(())
+            }
+            Ok(Line::TooCostly { id, cost }) => {
+                self.tally.due.fetch_add(1, Ordering::Relaxed);
+                self.out.send(dispatch::too_costly_line(&id, cost)).await;
+                ControlFlow::Continue(())
+            }
+            Ok(Line::Eof) => ControlFlow::Break(()),
+            Err(e) => {
+                tracing::warn!(error = %e, "stdin read failed; stopping");
+                ControlFlow::Break(())
             }
         }
     }
 
     /// Decode one line and start answering it in a task of its own; a cancellation is applied
     /// here instead. Breaks when no more requests can be admitted.
-    async fn accept(&mut self, bytes: Vec<u8>) -> ControlFlow<()> {
+    async fn accept(&mut self, bytes: Vec<u8>, charge: Charge) -> ControlFlow<()> {
         let decoded = jsonrpc::decode_line(&bytes);
+        drop(bytes);
+        if dispatch::expects_answer(&decoded) {
+            self.tally.due.fetch_add(1, Ordering::Relaxed);
+        }
         let access = Access::of(&decoded);
         if let Some(target) = dispatch::cancel_target(&decoded) {
             self.in_flight.cancel(&target);
@@ -162,7 +247,9 @@ impl<W: Write + Send + 'static> Server<W> {
             out: self.out.clone(),
             in_flight: self.in_flight.clone(),
             writes: self.writes.clone(),
+            budget: self.budget.clone(),
             permit,
+            charge,
         };
         tokio::spawn(task.run());
         ControlFlow::Continue(())
@@ -198,8 +285,11 @@ struct Task<W> {
     out: Output<W>,
     in_flight: InFlight,
     writes: WriteQueue,
+    budget: Arc<Budget>,
     /// Held until the answer is sent (see [`MAX_IN_FLIGHT`]).
     permit: OwnedSemaphorePermit,
+    /// The request's share of the memory budget, held until the answer is sent.
+    charge: Charge,
 }
 
 impl<W: Write + Send + 'static> Task<W> {
@@ -216,7 +306,9 @@ impl<W: Write + Send + 'static> Task<W> {
             out,
             in_flight,
             writes,
+            budget,
             permit,
+            charge,
         } = self;
         admission.wait().await;
         let reply = if cancelled.is_set() {
@@ -237,7 +329,9 @@ impl<W: Write + Send + 'static> Task<W> {
                 }
                 None
             } else {
-                // Reads and protocol requests are short and run on the worker.
+                // Reads and protocol requests are short and run on the worker, once the
+                // answers waiting for the client leave room for one more.
+                budget.room_for_answers().await;
                 answer()
             }
         };
@@ -250,6 +344,7 @@ impl<W: Write + Send + 'static> Task<W> {
             None => {}
         }
         admission.finish();
+        drop(charge);
         drop(permit);
     }
 }
@@ -269,38 +364,13 @@ fn deliver_unless_cancelled<W: Write + Send + 'static>(
     })
 }
 
-/// Convenience for the binary: serve on the process's stdin and stdout until EOF, SIGINT or
-/// SIGTERM.
+/// Convenience for the binary: serve on the process's stdin and stdout until EOF or a shutdown
+/// signal ([`signals::install`]).
 ///
 /// # Errors
 /// An I/O error writing stdout.
-pub async fn run_stdio(app: Arc<App>) -> std::io::Result<()> {
-    let stdin = std::io::BufReader::with_capacity(64 * 1024, std::io::stdin());
-    run(app, stdin, std::io::stdout(), shutdown_signal())
+pub async fn run_stdio(app: Arc<App>, signals: signals::Signals) -> std::io::Result<()> {
+    run(app, std::io::stdin(), std::io::stdout(), signals.received())
         .instrument(tracing::info_span!("server"))
         .await
-}
-
-/// Completes on SIGTERM or SIGINT (Ctrl-C elsewhere); never, if the handlers cannot be set.
-async fn shutdown_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        match (
-            signal(SignalKind::terminate()),
-            signal(SignalKind::interrupt()),
-        ) {
-            (Ok(mut term), Ok(mut int)) => {
-                tokio::select! {
-                    _ = term.recv() => {},
-                    _ = int.recv() => {},
-                }
-            }
-            _ => std::future::pending::<()>().await,
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-    }
 }

@@ -14,7 +14,7 @@ use std::collections::VecDeque;
 
 use rusqlite::params;
 
-use super::{Db, StoreError, from_us, to_us};
+use super::{Db, StoreError, count as stored_count, from_us, in_range, to_us};
 use crate::service::atc::bandit::ThompsonBandit;
 use crate::service::atc::drift::DriftTracker;
 use crate::service::atc::state::{AtcState, Observation, WINDOW_CAPACITY};
@@ -235,7 +235,8 @@ pub fn save(db: &Db<'_>, s: &AtcState) -> Result<(), StoreError> {
 }
 
 fn tracker(alpha: f64, mean: f64, variance: f64, count: i64) -> Result<DriftTracker, StoreError> {
-    DriftTracker::from_parts(alpha, mean, variance, count.max(0) as u64).map_err(corrupt)
+    let count = stored_count("ATC: drift sample count", count)?;
+    DriftTracker::from_parts(alpha, mean, variance, count).map_err(corrupt)
 }
 
 /// Load the ATC state; defaults for whatever is not stored yet (a fresh database).
@@ -284,10 +285,15 @@ pub fn load(db: &Db<'_>) -> Result<AtcState, StoreError> {
         if list.is_empty() {
             continue;
         }
+        let counts = |k: fn(&(i64, f64, i64, i64)) -> i64| {
+            list.iter()
+                .map(|a| stored_count("ATC: bandit count", k(a)))
+                .collect::<Result<Vec<u64>, _>>()
+        };
         s.bandits[d] = ThompsonBandit::from_parts(
             list.iter().map(|a| a.1).collect(),
-            list.iter().map(|a| a.2.max(0) as u64).collect(),
-            list.iter().map(|a| a.3.max(0) as u64).collect(),
+            counts(|a| a.2)?,
+            counts(|a| a.3)?,
         )
         .map_err(corrupt)?;
     }
@@ -298,7 +304,9 @@ pub fn load(db: &Db<'_>) -> Result<AtcState, StoreError> {
     for row in rows {
         let (domain, selected, last) = row?;
         let d = parse_domain(&domain)?.index();
-        s.selected[d] = selected;
+        s.selected[d] = selected
+            .map(|t| in_range("ATC: selected threshold", t, 0.0, 1.0))
+            .transpose()?;
         s.last_level4[d] = last.map(from_us).transpose()?;
     }
 

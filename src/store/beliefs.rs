@@ -4,7 +4,7 @@
 use rusqlite::{OptionalExtension, Row, params};
 use uuid::Uuid;
 
-use super::{Db, StoreError, from_us, to_us};
+use super::{Db, StoreError, from_us, in_range, to_us};
 use crate::service::epistemic::{
     ActionType, Belief, BeliefEvent, BeliefStatus, UncertaintyType, WorkspaceSummary,
     binary_entropy,
@@ -135,8 +135,10 @@ pub fn find(db: &Db<'_>, normalised_target: &str) -> Result<Option<Belief>, Stor
             input_confidence: input,
             status_before: before.as_deref().map(status).transpose()?,
             status_after: status(&after)?,
-            confidence_before: c_before,
-            confidence_after: c_after,
+            confidence_before: c_before
+                .map(|c| in_range("belief confidence", c, 0.0, 1.0))
+                .transpose()?,
+            confidence_after: in_range("belief confidence", c_after, 0.0, 1.0)?,
             rationale,
             at: from_us(at)?,
         });
@@ -146,7 +148,7 @@ pub fn find(db: &Db<'_>, normalised_target: &str) -> Result<Option<Belief>, Stor
         target: raw.target,
         normalised_target: raw.normalised_target,
         status: status(&raw.status)?,
-        confidence: raw.confidence,
+        confidence: in_range("belief confidence", raw.confidence, 0.0, 1.0)?,
         rationale: raw.rationale,
         uncertainty_type: raw
             .uncertainty_type

@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use rusqlite::{OptionalExtension, Row, params};
 use uuid::Uuid;
 
-use super::{Db, StoreError, from_us, to_us};
+use super::{Db, StoreError, count as stored_count, from_us, in_range, to_us};
 use crate::service::meta::{Event, EventType, MetaState, Prediction, WINDOW, Window};
 use crate::service::vocab::{Domain, Lambdas, NUM_EMBEDDERS};
 
@@ -155,7 +155,11 @@ pub fn load(db: &Db<'_>) -> Result<MetaState, StoreError> {
     let mut rows = stmt.query([])?;
     while let Some(r) = rows.next()? {
         let (id, vals): (i64, Vec<u8>) = (r.get(0)?, r.get(1)?);
-        let w = Window::from_values(decode_f64s(&vals)?);
+        let vals = decode_f64s(&vals)?;
+        for &v in &vals {
+            in_range("stored accuracy", v, 0.0, 1.0)?;
+        }
+        let w = Window::from_values(vals);
         match usize::try_from(id) {
             Ok(0) => global = w,
             Ok(i) if i <= NUM_EMBEDDERS => embedders[i - 1] = w,
@@ -164,14 +168,14 @@ pub fn load(db: &Db<'_>) -> Result<MetaState, StoreError> {
     }
     Ok(MetaState {
         lambdas: stored_lambdas(lambda_s)?,
-        interaction_count: count as u64,
+        interaction_count: stored_count("interaction count", count)?,
         global,
         embedders,
-        consecutive_low: low as u32,
+        consecutive_low: stored_count("consecutive low count", low)?,
         alert_active: alert,
-        bayesian_failures: failures as u32,
+        bayesian_failures: stored_count("Bayesian failure count", failures)?,
         human_review_required: human,
-        adjustment_count: adjustments as u64,
+        adjustment_count: stored_count("adjustment count", adjustments)?,
         last_adjustment_at: last.map(from_us).transpose()?,
     })
 }
@@ -417,7 +421,9 @@ fn event_from_raw(raw: RawEvent) -> Result<Event, StoreError> {
         prediction_error: err,
         lambda_before: stored_lambdas(before)?,
         lambda_after: stored_lambdas(after)?,
-        accuracy_avg: acc,
+        accuracy_avg: acc
+            .map(|a| in_range("stored accuracy", a, 0.0, 1.0))
+            .transpose()?,
         escalated,
         domain: parse_domain(domain)?,
         embedder_index: embedder,
@@ -582,10 +588,10 @@ pub fn replay_window(db: &Db<'_>, domain: Option<Domain>) -> Result<Vec<Predicti
         out.push(Prediction {
             timestamp: from_us(ts)?,
             embedder_index,
-            predicted,
-            actual,
-            delta_s,
-            delta_c,
+            predicted: in_range("stored prediction", predicted, 0.0, 1.0)?,
+            actual: in_range("stored outcome", actual, 0.0, 1.0)?,
+            delta_s: delta_s.map(|v| finite("stored ΔS", v)).transpose()?,
+            delta_c: delta_c.map(|v| finite("stored ΔC", v)).transpose()?,
             domain: parse_domain(domain)?,
             ach_level,
         });
@@ -682,6 +688,11 @@ pub fn close_prediction(
         learning_score,
         domain: parse_domain(domain)?,
     }))
+}
+
+/// A stored float that must be finite (NaN and ±∞ mean the file is damaged).
+fn finite(what: &str, v: f64) -> Result<f64, StoreError> {
+    in_range(what, v, f64::MIN, f64::MAX)
 }
 
 /// λ from its stored λ_s; a value outside [0.1, 0.9] means the file is damaged.

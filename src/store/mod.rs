@@ -9,18 +9,21 @@
 pub mod atc;
 pub mod beliefs;
 pub mod directives;
+mod health;
 pub mod lessons;
 pub mod meta;
+mod open;
 pub mod vertices;
 
-use std::fs;
-use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use rusqlite::{Connection, OpenFlags};
+use rusqlite::Connection;
 use std::sync::atomic::{AtomicBool, Ordering};
+
+pub use health::CHECK_WAIT;
+pub use open::{APPLICATION_ID, INLINE_CHECK_MAX_BYTES};
 
 use crate::service::{Family, MetaLearningService, Versions};
 
@@ -125,6 +128,31 @@ impl DbPath {
 /// Why the store could not be opened or used.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
+    /// `--db` names something that is not a regular file (a directory, `/dev/null`, …).
+    #[error(
+        "{path} is not a regular file ({kind}); choose a database file with --db PATH or \
+         META_UTL_DB"
+    )]
+    NotAFile {
+        /// The path given.
+        path: String,
+        /// What it is instead.
+        kind: &'static str,
+    },
+    /// `--db` was given an SQLite URI (`file:…`). It is refused: read as a file name it
+    /// would create a `file:` directory tree in the current directory, and read as a URI its
+    /// parameters could change how the file is opened.
+    #[error(
+        "{path} is an SQLite URI, but --db takes a file path and never reads it as a URI: \
+         give the path itself ({plain}); a file whose name really begins with \"file:\" can \
+         be given as ./{path}"
+    )]
+    Uri {
+        /// The value given.
+        path: String,
+        /// Its path part (between `file:` and `?` or `#`).
+        plain: String,
+    },
     /// The file exists but is not an SQLite database. It is left untouched.
     #[error(
         "{path} is not a meta-utl-mcp database (not an SQLite file); it was left untouched. \
@@ -133,6 +161,18 @@ pub enum StoreError {
     NotADatabase {
         /// The offending file.
         path: String,
+    },
+    /// The file is an SQLite database of another application (see [`APPLICATION_ID`]). It
+    /// is left untouched.
+    #[error(
+        "{path} is not a meta-utl-mcp database ({detail}); it was left untouched. Move it \
+         aside or choose another file with --db PATH or META_UTL_DB"
+    )]
+    Foreign {
+        /// The offending file.
+        path: String,
+        /// What it holds instead.
+        detail: String,
     },
     /// The database was written by a newer binary. It is left untouched.
     #[error(
@@ -158,12 +198,82 @@ pub enum StoreError {
         /// What the operating system or SQLite said.
         reason: String,
     },
+    /// The file is damaged (found at start-up by `PRAGMA quick_check`, or at run time by
+    /// SQLite): nothing more is written to it.
+    #[error(
+        "{path} is damaged ({reason}). Nothing was written to it, and nothing more will be, so \
+         that what it still holds can be saved. Recovery: stop every meta-utl-mcp using the \
+         file; `meta-utl-mcp check --db {path}` reports the damage and `meta-utl-mcp backup \
+         --db {path}` saves what is readable (both commands are planned; until then use \
+         `sqlite3 {path} 'PRAGMA integrity_check'` and `sqlite3 {path} .recover`); or restore \
+         the file from a copy"
+    )]
+    Damaged {
+        /// The database file.
+        path: String,
+        /// What SQLite or the check reported.
+        reason: String,
+    },
+    /// A write came while the background integrity check of a large file was still running,
+    /// and waited [`CHECK_WAIT`] for it in vain.
+    #[error(
+        "{path} is still being checked for damage (for {seconds} s); writes wait for the check \
+         to pass. Retry shortly"
+    )]
+    Checking {
+        /// The database file.
+        path: String,
+        /// How long the check has been running.
+        seconds: u64,
+    },
+    /// SQLite ended the transaction by itself after a failure (a full disk, an I/O error):
+    /// `cause` is that failure, not what a later statement of the dead transaction said.
+    #[error("database error: {cause} (the transaction was rolled back; nothing of it was kept)")]
+    RolledBack {
+        /// The failure that ended the transaction.
+        cause: String,
+    },
     /// Any other SQLite failure while serving a request.
     #[error("database error: {0}")]
-    Sqlite(#[from] rusqlite::Error),
-    /// A stored value could not be read back (corruption or a bug).
-    #[error("stored data is inconsistent: {0}")]
+    Sqlite(#[source] rusqlite::Error),
+    /// A stored value could not be read back or is out of its range: the file is damaged (or
+    /// a bug wrote it). Never served.
+    #[error("stored data is damaged: {0}")]
     Corrupt(String),
+}
+
+impl From<rusqlite::Error> for StoreError {
+    /// Every SQLite failure passes here; [`health`] notes damage and the failures that end a
+    /// transaction for the store call running on this thread.
+    fn from(e: rusqlite::Error) -> Self {
+        health::note(&e);
+        StoreError::Sqlite(e)
+    }
+}
+
+/// A stored float that must be finite and within `[lo, hi]`.
+///
+/// # Errors
+/// [`StoreError::Corrupt`] naming `what` otherwise.
+pub(crate) fn in_range(what: &str, v: f64, lo: f64, hi: f64) -> Result<f64, StoreError> {
+    if v.is_finite() && (lo..=hi).contains(&v) {
+        Ok(v)
+    } else {
+        Err(StoreError::Corrupt(format!(
+            "{what} {v:?} is outside [{lo}, {hi}]"
+        )))
+    }
+}
+
+/// A stored count that must be ≥ 0 (and fit `T`).
+///
+/// # Errors
+/// [`StoreError::Corrupt`] naming `what` otherwise.
+pub(crate) fn count<T: TryFrom<i64>>(what: &str, v: i64) -> Result<T, StoreError> {
+    T::try_from(v)
+        .ok()
+        .filter(|_| v >= 0)
+        .ok_or_else(|| StoreError::Corrupt(format!("{what} {v} is not a valid count")))
 }
 
 /// A time as stored: whole microseconds since the Unix epoch (UTC).
@@ -194,6 +304,11 @@ pub struct Store {
     /// savepoint and [`Store::read`] reads inside that transaction. Changed only with `conn`
     /// locked.
     in_batch: AtomicBool,
+    /// Set when SQLite ended the batch's transaction by itself (a full disk, an I/O error):
+    /// the failure, which every later write of the batch and the batch itself report.
+    batch_lost: Mutex<Option<String>>,
+    /// Damage found, or a background integrity check running: see [`health`].
+    health: std::sync::Arc<health::Health>,
 }
 
 /// Undoes an open transaction or savepoint if the code inside it unwinds (a handler panic),
@@ -220,24 +335,57 @@ fn family_key(f: Family) -> &'static str {
     }
 }
 
+/// Settings of [`Store::open_with`]; [`Store::open`] uses the defaults.
+#[derive(Debug, Clone)]
+pub struct OpenOptions {
+    /// Files up to this size are checked for damage before the store opens, larger ones in
+    /// the background ([`INLINE_CHECK_MAX_BYTES`]).
+    pub inline_check_max_bytes: u64,
+}
+
+impl Default for OpenOptions {
+    fn default() -> Self {
+        OpenOptions {
+            inline_check_max_bytes: INLINE_CHECK_MAX_BYTES,
+        }
+    }
+}
+
 impl Store {
     /// Open (creating if needed) the database at `path` and migrate it to [`SCHEMA_VERSION`].
     ///
-    /// A new file is created with mode 0600 and a new directory with 0700. WAL journal,
-    /// `synchronous=NORMAL` (a killed process loses nothing committed; see the README),
-    /// [`BUSY_TIMEOUT`], foreign keys on.
+    /// Nothing is written to an existing file before it has been accepted: it must be empty,
+    /// or ours ([`APPLICATION_ID`], or an unmarked file of ours from before it, which is then
+    /// marked), not newer than this binary, and pass `PRAGMA quick_check` (files above
+    /// [`INLINE_CHECK_MAX_BYTES`] that need no schema change are checked in the background,
+    /// and writes wait for that check). A refused file is left byte-identical, without a
+    /// `-wal` or `-shm` that was not there before.
+    ///
+    /// The path is a file path, never an SQLite URI; symbolic links are resolved first, and a
+    /// new file is created with mode 0600 (a new directory with 0700) where the link points.
+    /// WAL journal, `synchronous=NORMAL` (a killed process loses nothing committed; see the
+    /// README), [`BUSY_TIMEOUT`], foreign keys on.
     ///
     /// # Errors
-    /// [`StoreError::NotADatabase`], [`StoreError::TooNew`] (both leave the file byte-identical),
-    /// [`StoreError::Unwritable`], or [`StoreError::Sqlite`].
+    /// [`StoreError::NotAFile`], [`StoreError::Uri`], [`StoreError::NotADatabase`],
+    /// [`StoreError::Foreign`], [`StoreError::TooNew`], [`StoreError::Damaged`] (these leave
+    /// the file byte-identical), [`StoreError::Unwritable`], or [`StoreError::Sqlite`].
     pub fn open(path: &DbPath) -> Result<Store, StoreError> {
+        Self::open_with(path, &OpenOptions::default())
+    }
+
+    /// [`Store::open`] with explicit [`OpenOptions`].
+    ///
+    /// # Errors
+    /// As [`Store::open`].
+    pub fn open_with(path: &DbPath, options: &OpenOptions) -> Result<Store, StoreError> {
         // Switching a new file to WAL needs a lock that SQLite does not wait for with the busy
         // handler; when several servers create one database at the same moment, the losers get
         // SQLITE_BUSY at start-up. Retry the whole open for as long as a write would wait.
         let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
         let mut pause = Duration::from_millis(5);
         loop {
-            match Self::open_once(path) {
+            match Self::open_once(path, options) {
                 Err(StoreError::Sqlite(e))
                     if is_busy(&e) && std::time::Instant::now() + pause < deadline =>
                 {
@@ -249,29 +397,34 @@ impl Store {
         }
     }
 
-    fn open_once(path: &DbPath) -> Result<Store, StoreError> {
-        let conn = match path {
-            DbPath::Memory => Connection::open_in_memory()?,
-            DbPath::File(p) => open_file(p)?,
-        };
-        // Before the first statement: several servers may open a new file at the same moment,
-        // and the first read must wait for another's schema transaction, not fail.
-        conn.busy_timeout(BUSY_TIMEOUT)?;
+    fn open_once(path: &DbPath, options: &OpenOptions) -> Result<Store, StoreError> {
         let shown = path.display();
-        let found: i64 = conn
-            .query_row("PRAGMA user_version", [], |r| r.get(0))
-            .map_err(|e| classify_open_error(&shown, e))?;
-        if found > SCHEMA_VERSION {
-            return Err(StoreError::TooNew {
-                path: shown,
-                found,
-                supported: SCHEMA_VERSION,
-            });
-        }
-        if matches!(path, DbPath::File(_)) {
+        let (conn, check, real) = match path {
+            DbPath::Memory => (Connection::open_in_memory()?, open::Check::Done, None),
+            DbPath::File(p) => {
+                if open::looks_like_uri(&p.to_string_lossy()) {
+                    let plain = shown[5..]
+                        .split(['?', '#'])
+                        .next()
+                        .unwrap_or("")
+                        .to_string();
+                    return Err(StoreError::Uri { path: shown, plain });
+                }
+                let real = open::resolve(p).map_err(|e| StoreError::Unwritable {
+                    path: shown.clone(),
+                    reason: e.to_string(),
+                })?;
+                let (conn, check) = open::open_file(&real, &shown, options.inline_check_max_bytes)?;
+                (conn, check, Some(real))
+            }
+        };
+        // Before the first statement that writes: several servers may open a new file at the
+        // same moment, and the first read must wait for another's schema transaction, not fail.
+        conn.busy_timeout(BUSY_TIMEOUT)?;
+        if real.is_some() {
             let mode: String = conn
                 .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
-                .map_err(|e| classify_open_error(&shown, e))?;
+                .map_err(|e| open::classify(&shown, e))?;
             if !mode.eq_ignore_ascii_case("wal") {
                 return Err(StoreError::Unwritable {
                     path: shown,
@@ -283,11 +436,18 @@ impl Store {
         // Every statement on a per-call path is prepared once and kept: the store has about
         // 60, more than rusqlite's default cache of 16, which re-parsed SQL on every call.
         conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
-        migrate(&conn).map_err(|e| classify_open_error(&shown, e))?;
+        migrate(&conn).map_err(|e| open::classify(&shown, e))?;
+        let checking = check == open::Check::Background;
+        let health = std::sync::Arc::new(health::Health::new(shown.clone(), checking));
+        if let (true, Some(real)) = (checking, real) {
+            spawn_background_check(real, health.clone())?;
+        }
         Ok(Store {
             conn: Mutex::new(conn),
             path: path.clone(),
             in_batch: AtomicBool::new(false),
+            batch_lost: Mutex::new(None),
+            health,
         })
     }
 
@@ -302,14 +462,37 @@ impl Store {
     /// Inside [`Store::batch`] the transaction is a savepoint of the batch's: `f`'s changes are
     /// undone alone when it fails, and become durable when the batch commits.
     ///
+    /// Nothing is written to a damaged file: a write is refused once damage is known, and
+    /// when SQLite reports damage while `f` runs (even if `f` handles the error itself), `f`'s
+    /// changes are rolled back and every later write refused. A write waits for a background
+    /// integrity check (up to [`CHECK_WAIT`]). When SQLite ends the transaction by itself
+    /// after a failure (a full disk), the error names that failure.
+    ///
     /// # Errors
-    /// `f`'s error, or the store error of beginning or committing.
+    /// `f`'s error, or the store error of beginning or committing ([`StoreError::Damaged`],
+    /// [`StoreError::Checking`], [`StoreError::RolledBack`], [`StoreError::Sqlite`]).
     pub fn write<T, E>(&self, f: impl FnOnce(&Db<'_>) -> Result<T, E>) -> Result<T, E>
     where
         E: From<StoreError>,
     {
+        let in_batch = self.in_batch.load(Ordering::Relaxed);
+        if !in_batch {
+            // Before the lock: a read may run while the background check finishes.
+            self.health.writable(CHECK_WAIT).map_err(E::from)?;
+        }
         let conn = self.conn.lock();
-        let (begin, end, undo) = if self.in_batch.load(Ordering::Relaxed) {
+        let (begin, end, undo) = if in_batch {
+            if conn.is_autocommit() && self.batch_lost.lock().is_none() {
+                // The group's transaction ended without a write noticing (a read met the
+                // failure): nothing of the group is left to add to.
+                *self.batch_lost.lock() = Some(health::rollback_cause(|| {
+                    "the transaction ended unexpectedly".into()
+                }));
+            }
+            if let Some(cause) = self.batch_lost.lock().clone() {
+                return Err(E::from(StoreError::RolledBack { cause }));
+            }
+            self.health.writable(Duration::ZERO).map_err(E::from)?;
             (
                 "SAVEPOINT write",
                 "RELEASE write",
@@ -318,6 +501,7 @@ impl Store {
         } else {
             ("BEGIN IMMEDIATE", "COMMIT", "ROLLBACK")
         };
+        health::reset();
         conn.execute_batch(begin)
             .map_err(|e| E::from(StoreError::from(e)))?;
         let mut guard = TxGuard {
@@ -326,23 +510,60 @@ impl Store {
             armed: true,
         };
         let db = Db { conn: &conn };
-        let out = match f(&db) {
+        let out = f(&db);
+        if let Some(reason) = health::damage() {
+            // Undo what `f` did, whatever it answered, and write nothing more.
+            drop(guard);
+            return Err(E::from(self.health.mark_damaged(&reason)));
+        }
+        if conn.is_autocommit() {
+            // SQLite rolled the transaction back by itself (a full disk, an I/O error): `f`'s
+            // changes are gone whatever it answered, and so are the batch's.
+            guard.armed = false;
+            let cause = health::rollback_cause(|| "the transaction ended unexpectedly".into());
+            if in_batch {
+                *self.batch_lost.lock() = Some(cause.clone());
+            }
+            return Err(E::from(StoreError::RolledBack { cause }));
+        }
+        let out = match out {
             Ok(v) => match conn.execute_batch(end) {
                 Ok(()) => Ok(v),
-                Err(e) => Err(E::from(StoreError::from(e))),
+                Err(e) => Err(self.failed_end(&conn, e)),
             },
             Err(e) => Err(e),
         };
         guard.armed = out.is_err();
         drop(guard);
-        out
+        out.map_err(|e| match health::damage() {
+            Some(reason) => E::from(self.health.mark_damaged(&reason)),
+            None => e,
+        })
+    }
+
+    /// The error of a failed `COMMIT` or `RELEASE`: the failure that ended the transaction
+    /// when SQLite rolled it back by itself, else the commit's own.
+    fn failed_end<E: From<StoreError>>(&self, conn: &Connection, e: rusqlite::Error) -> E {
+        let e = StoreError::from(e);
+        if let Some(reason) = health::damage() {
+            return E::from(self.health.mark_damaged(&reason));
+        }
+        if conn.is_autocommit() {
+            let cause = health::rollback_cause(|| e.to_string());
+            return E::from(StoreError::RolledBack { cause });
+        }
+        E::from(e)
     }
 
     /// Run `f` inside a read transaction (a consistent snapshot of committed data); inside a
     /// [`Store::batch`], inside the batch's transaction.
     ///
+    /// When SQLite reports damage while `f` runs, `f`'s answer is not served (whatever `f`
+    /// made of the error): the call fails with [`StoreError::Damaged`], and every later write
+    /// is refused.
+    ///
     /// # Errors
-    /// `f`'s error, or the store error of beginning the transaction.
+    /// `f`'s error, [`StoreError::Damaged`], or the store error of beginning the transaction.
     pub fn read<T, E>(&self, f: impl FnOnce(&Db<'_>) -> Result<T, E>) -> Result<T, E>
     where
         E: From<StoreError>,
@@ -350,8 +571,13 @@ impl Store {
         let conn = self.conn.lock();
         let db = Db { conn: &conn };
         if self.in_batch.load(Ordering::Relaxed) {
-            return f(&db);
+            let out = f(&db);
+            return match health::damage() {
+                Some(reason) => Err(E::from(self.health.mark_damaged(&reason))),
+                None => out,
+            };
         }
+        health::reset();
         conn.prepare_cached("BEGIN DEFERRED")
             .and_then(|mut s| s.execute([]))
             .map_err(|e| E::from(StoreError::from(e)))?;
@@ -359,7 +585,10 @@ impl Store {
         let _ = conn
             .prepare_cached("COMMIT")
             .and_then(|mut s| s.execute([]));
-        out
+        match health::damage() {
+            Some(reason) => Err(E::from(self.health.mark_damaged(&reason))),
+            None => out,
+        }
     }
 
     /// Group commit: run `f`, which makes several [`Store::write`] calls, inside one
@@ -368,14 +597,22 @@ impl Store {
     /// them all durable together. Nothing else may use the store while `f` runs (the server's
     /// sequencer guarantees it: reads wait for the writes before them).
     ///
+    /// When damage is found while the group runs, or SQLite rolls the group's transaction back
+    /// by itself (a full disk), nothing of the group is kept and the error says why.
+    ///
     /// # Errors
-    /// The store error of beginning or committing; on a failed commit none of `f`'s writes is
-    /// kept, and the caller must report every one of them as failed.
+    /// The store error of beginning or committing ([`StoreError::Damaged`],
+    /// [`StoreError::Checking`], [`StoreError::RolledBack`], [`StoreError::Sqlite`]); on a
+    /// failed commit none of `f`'s writes is kept, and the caller must report every one of
+    /// them as failed.
     pub fn batch<T>(&self, f: impl FnOnce() -> T) -> Result<T, StoreError> {
+        self.health.writable(CHECK_WAIT)?;
         {
             let conn = self.conn.lock();
+            health::reset();
             conn.execute_batch("BEGIN IMMEDIATE")?;
             self.in_batch.store(true, Ordering::Relaxed);
+            *self.batch_lost.lock() = None;
         }
         struct EndBatch<'a>(&'a Store);
         impl Drop for EndBatch<'_> {
@@ -392,11 +629,26 @@ impl Store {
         let out = f();
         let committed = {
             let conn = self.conn.lock();
-            match conn.execute_batch("COMMIT") {
-                Ok(()) => Ok(()),
-                Err(e) => {
-                    let _ = conn.execute_batch("ROLLBACK");
-                    Err(StoreError::from(e))
+            let lost = self.batch_lost.lock().take();
+            if let Some(cause) = lost {
+                Err(StoreError::RolledBack { cause })
+            } else if let Some(reason) = self.health.damage() {
+                let _ = conn.execute_batch("ROLLBACK");
+                Err(self.health.damaged_error(&reason))
+            } else if conn.is_autocommit() {
+                Err(StoreError::RolledBack {
+                    cause: health::rollback_cause(|| "the transaction ended unexpectedly".into()),
+                })
+            } else {
+                match conn.execute_batch("COMMIT") {
+                    Ok(()) => Ok(()),
+                    Err(e) => {
+                        let e: StoreError = self.failed_end(&conn, e);
+                        if !conn.is_autocommit() {
+                            let _ = conn.execute_batch("ROLLBACK");
+                        }
+                        Err(e)
+                    }
                 }
             }
         };
@@ -405,70 +657,79 @@ impl Store {
     }
 }
 
-fn open_file(p: &Path) -> Result<Connection, StoreError> {
-    let shown = p.display().to_string();
-    let unwritable = |path: &Path, e: &dyn std::fmt::Display| StoreError::Unwritable {
-        path: path.display().to_string(),
-        reason: e.to_string(),
-    };
-    if let Some(dir) = p
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty() && !d.exists())
-    {
-        create_private_dir(dir).map_err(|e| unwritable(dir, &e))?;
-    }
-    if p.exists() {
-        let mut header = [0u8; 16];
-        let mut file = fs::File::open(p).map_err(|e| unwritable(p, &e))?;
-        let n = file.read(&mut header).map_err(|e| unwritable(p, &e))?;
-        if n > 0 && (n < 16 || &header != b"SQLite format 3\0") {
-            return Err(StoreError::NotADatabase { path: shown });
+impl Drop for Store {
+    fn drop(&mut self) {
+        if self.health.damage().is_some() {
+            // Closing the last connection would checkpoint the WAL into the damaged file.
+            let _ = self.conn.get_mut().set_db_config(
+                rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
+                true,
+            );
         }
-    } else {
-        create_private_file(p).map_err(|e| unwritable(p, &e))?;
-    }
-    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
-        | OpenFlags::SQLITE_OPEN_CREATE
-        | OpenFlags::SQLITE_OPEN_NO_MUTEX
-        | OpenFlags::SQLITE_OPEN_URI;
-    Connection::open_with_flags(p, flags).map_err(|e| classify_open_error(&shown, e))
-}
-
-#[cfg(unix)]
-fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-}
-
-#[cfg(not(unix))]
-fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    fs::create_dir_all(dir)
-}
-
-#[cfg(unix)]
-fn create_private_file(p: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
-    match fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(p)
-    {
-        // Another server created it between our check and now: theirs is as good as ours.
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-        other => other.map(drop),
     }
 }
 
-#[cfg(not(unix))]
-fn create_private_file(p: &Path) -> std::io::Result<()> {
-    match fs::OpenOptions::new().write(true).create_new(true).open(p) {
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-        other => other.map(drop),
-    }
+/// Check a large file for damage in the background: a connection of its own runs
+/// `PRAGMA quick_check`; writes wait until it has passed ([`health::Health::writable`]), then
+/// the event retention deferred by [`Store::apply_retention`] runs on that connection.
+fn spawn_background_check(
+    real: PathBuf,
+    health: std::sync::Arc<health::Health>,
+) -> Result<(), StoreError> {
+    let shown = real.display().to_string();
+    let path = shown.clone();
+    std::thread::Builder::new()
+        .name("integrity-check".into())
+        .spawn(move || {
+            let started = std::time::Instant::now();
+            let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE
+                | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
+            let conn = Connection::open_with_flags(&real, flags).map_err(StoreError::from);
+            let outcome = conn.as_ref().map_err(|e| e.to_string()).and_then(|conn| {
+                conn.busy_timeout(BUSY_TIMEOUT)
+                    .and_then(|()| conn.execute_batch("PRAGMA query_only = ON"))
+                    .map_err(|e| e.to_string())?;
+                match open::quick_check(conn, &shown) {
+                    Ok(()) => Ok(()),
+                    Err(StoreError::Damaged { reason, .. }) => Err(reason),
+                    Err(e) => Err(e.to_string()),
+                }
+            });
+            tracing::info!(
+                database = %shown,
+                seconds = started.elapsed().as_secs_f64(),
+                passed = outcome.is_ok(),
+                "background integrity check done"
+            );
+            let retention = health.check_done(outcome);
+            if let (Some(days), Ok(conn)) = (retention, &conn) {
+                let applied = conn
+                    .execute_batch("PRAGMA query_only = OFF; BEGIN IMMEDIATE")
+                    .map_err(StoreError::from)
+                    .and_then(|()| retention_now(&Db { conn }, days))
+                    .and_then(|n| {
+                        conn.execute_batch("COMMIT")?;
+                        Ok(n)
+                    });
+                match applied {
+                    Ok(n) => tracing::info!(deleted = n, days, "old events deleted"),
+                    Err(e) => {
+                        let _ = conn.execute_batch("ROLLBACK");
+                        tracing::warn!(error = %e, "event retention failed");
+                    }
+                }
+            }
+        })
+        .map(drop)
+        .map_err(|e| StoreError::Unwritable {
+            path,
+            reason: format!("cannot start the integrity check thread: {e}"),
+        })
+}
+
+fn retention_now(db: &Db<'_>, days: u32) -> Result<usize, StoreError> {
+    let cutoff = chrono::Utc::now() - chrono::Duration::days(days.into());
+    meta::delete_events_before(db, cutoff)
 }
 
 fn is_busy(e: &rusqlite::Error) -> bool {
@@ -476,20 +737,6 @@ fn is_busy(e: &rusqlite::Error) -> bool {
         e.sqlite_error_code(),
         Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
     )
-}
-
-fn classify_open_error(path: &str, e: rusqlite::Error) -> StoreError {
-    use rusqlite::ErrorCode;
-    match e.sqlite_error_code() {
-        Some(ErrorCode::NotADatabase) => StoreError::NotADatabase { path: path.into() },
-        Some(ErrorCode::ReadOnly | ErrorCode::CannotOpen | ErrorCode::PermissionDenied) => {
-            StoreError::Unwritable {
-                path: path.into(),
-                reason: e.to_string(),
-            }
-        }
-        _ => StoreError::Sqlite(e),
-    }
 }
 
 fn migrate(conn: &Connection) -> Result<(), rusqlite::Error> {
@@ -514,6 +761,12 @@ fn migrate(conn: &Connection) -> Result<(), rusqlite::Error> {
                 "INSERT OR IGNORE INTO family_version (family, version) VALUES (?1, 0)",
                 [family_key(f)],
             )?;
+        }
+        // Mark the file as ours (new files, and ours from before the mark; open::validate
+        // refused every other).
+        let id: i32 = conn.query_row("PRAGMA application_id", [], |r| r.get(0))?;
+        if id != APPLICATION_ID {
+            conn.execute_batch(&format!("PRAGMA application_id = {APPLICATION_ID}"))?;
         }
         Ok(())
     })();
@@ -594,9 +847,14 @@ impl Store {
     ///
     /// # Errors
     /// [`StoreError`] when the delete fails.
+    ///
+    /// While a background integrity check runs, the deletion waits for the check to pass and
+    /// runs then (this returns 0).
     pub fn apply_retention(&self, days: u32) -> Result<usize, StoreError> {
-        let cutoff = chrono::Utc::now() - chrono::Duration::days(days.into());
-        self.write(|db| meta::delete_events_before(db, cutoff))
+        match self.health.defer_retention(days) {
+            Some(days) => self.write(|db| retention_now(db, days)),
+            None => Ok(0),
+        }
     }
 }
 
@@ -684,6 +942,75 @@ mod tests {
         // Outside a group, writes commit alone again.
         store.write(|db| insert(db, 14)).unwrap();
         assert_eq!(values(&store), [10, 13, 14]);
+    }
+
+    /// A file store with `rows` rows of 200 bytes in table `t`, closed.
+    fn file_with_rows(dir: &std::path::Path, rows: i64) -> DbPath {
+        let path = DbPath::File(dir.join("state.db"));
+        let store = Store::open(&path).unwrap();
+        store
+            .write(|db| {
+                db.conn.execute_batch(
+                    "CREATE TABLE t (v INTEGER NOT NULL, pad TEXT NOT NULL DEFAULT '');",
+                )?;
+                for v in 0..rows {
+                    db.conn
+                        .execute("INSERT INTO t VALUES (?1, printf('%.200c', 'x'))", [v])?;
+                }
+                Ok::<_, StoreError>(())
+            })
+            .unwrap();
+        path
+    }
+
+    #[test]
+    fn a_large_file_is_checked_in_the_background_and_writes_wait_for_the_check() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = file_with_rows(dir.path(), 2000);
+        let background = OpenOptions {
+            inline_check_max_bytes: 0,
+        };
+        let store = Store::open_with(&path, &background).unwrap();
+        assert_eq!(
+            store.apply_retention(1).unwrap(),
+            0,
+            "deferred to the check"
+        );
+        assert_eq!(values(&store).len(), 2000, "reads are served meanwhile");
+        store.write(|db| insert(db, 1)).unwrap();
+        assert!(store.health.damage().is_none());
+    }
+
+    #[test]
+    fn damage_found_in_the_background_refuses_writes_and_leaves_the_file_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = file_with_rows(dir.path(), 2000);
+        let DbPath::File(file) = &path else {
+            unreachable!()
+        };
+        // XOR the header of a page near the end of the file, where the rows of `t` are.
+        let mut bytes = std::fs::read(file).unwrap();
+        let page = bytes.len() - 5 * 4096;
+        for b in &mut bytes[page..page + 64] {
+            *b ^= 0xA5;
+        }
+        std::fs::write(file, &bytes).unwrap();
+        let inline = Store::open(&path).err().expect("refused at start-up");
+        assert!(matches!(inline, StoreError::Damaged { .. }), "{inline}");
+
+        let background = OpenOptions {
+            inline_check_max_bytes: 0,
+        };
+        let store = Store::open_with(&path, &background).unwrap();
+        let refused = store.write(|db| insert(db, 1)).unwrap_err();
+        assert!(matches!(refused, StoreError::Damaged { .. }), "{refused}");
+        let refused = store.batch(|| ()).unwrap_err();
+        assert!(matches!(refused, StoreError::Damaged { .. }), "{refused}");
+        drop(store);
+        assert!(
+            std::fs::read(file).unwrap() == bytes,
+            "the file was written"
+        );
     }
 
     #[test]

@@ -118,6 +118,16 @@ impl Server {
         }
     }
 
+    /// The next stdout line as sent, unparsed; fails the test on timeout.
+    pub fn recv_raw(&mut self) -> String {
+        assert!(self.pending.is_empty(), "parsed answers are pending");
+        match self.lines.recv_timeout(RESPONSE_TIMEOUT) {
+            Ok(line) => line,
+            Err(RecvTimeoutError::Timeout) => panic!("no response within {RESPONSE_TIMEOUT:?}"),
+            Err(RecvTimeoutError::Disconnected) => panic!("server closed stdout"),
+        }
+    }
+
     /// Whether a line arrives within `wait` (used to prove that nothing is sent).
     pub fn recv_within(&mut self, wait: Duration) -> Option<Value> {
         match self.lines.recv_timeout(wait) {

@@ -1,0 +1,163 @@
+//! The memory budget: bytes of requests in flight and of answers waiting for the client,
+//! so that memory is bounded by bytes, not by a count of requests, whatever the client sends.
+//!
+//! A line's cost is estimated before it is parsed ([`cost_of`]): its bytes plus
+//! [`BYTES_PER_TOKEN`] per `,` `:` `[` `{` (the parsed `serde_json::Value` of `[0,0,…]` takes
+//! 64 bytes per element, and up to half as much again while its vector grows; an object entry
+//! about 80). The reader thread takes a line's cost from [`REQUEST_BUDGET`] before handing
+//! the line on, and waits (leaving the rest in the pipe) while the budget is spent; the cost
+//! is returned when the request has been answered. A line costing more than
+//! [`MAX_REQUEST_COST`] alone is refused without being parsed.
+//!
+//! Answers are counted from when they are made until they are written: a request waits
+//! before making its answer while more than [`ANSWER_BUDGET`] bytes of answers wait for a
+//! client that does not read. The two are separate on purpose: answers are only ever freed by
+//! the writer, so a request waiting for room never waits on another waiting request.
+
+use std::sync::Arc;
+
+use parking_lot::{Condvar, Mutex};
+use tokio::sync::Notify;
+
+/// Estimated bytes of requests in flight (read, not yet answered), at most; a single request
+/// may exceed it alone.
+pub const REQUEST_BUDGET: usize = 128 * 1024 * 1024;
+
+/// A line whose estimated cost exceeds this is answered `-32600` without being parsed. The
+/// largest requests the tools take (10,000 calibration observations, two fingerprints of
+/// 13 embeddings) cost under 16 MiB.
+pub const MAX_REQUEST_COST: usize = 64 * 1024 * 1024;
+
+/// Bytes of answers made but not yet written to stdout beyond which no request makes its
+/// answer.
+pub const ANSWER_BUDGET: usize = 32 * 1024 * 1024;
+
+/// Bytes charged per JSON token separator (see the module documentation).
+pub const BYTES_PER_TOKEN: usize = 96;
+
+/// The estimated memory cost of parsing `line` and holding it until answered.
+pub(super) fn cost_of(line: &[u8]) -> usize {
+    let tokens = line
+        .iter()
+        .filter(|&&b| matches!(b, b',' | b':' | b'[' | b'{'))
+        .count();
+    line.len()
+        .saturating_add(tokens.saturating_mul(BYTES_PER_TOKEN))
+}
+
+#[derive(Default)]
+struct Spent {
+    requests: usize,
+    answers: usize,
+}
+
+/// The shared budget (see the module documentation).
+#[derive(Default)]
+pub(super) struct Budget {
+    spent: Mutex<Spent>,
+    /// Wakes the reader thread and the write executor.
+    freed: Condvar,
+    /// Wakes request tasks waiting for room for their answers.
+    answers_freed: Notify,
+}
+
+/// Bytes taken from the budget, given back when dropped.
+pub(super) struct Charge {
+    budget: Arc<Budget>,
+    bytes: usize,
+    answer: bool,
+}
+
+impl Drop for Charge {
+    fn drop(&mut self) {
+        let mut spent = self.budget.spent.lock();
+        if self.answer {
+            spent.answers -= self.bytes;
+        } else {
+            spent.requests -= self.bytes;
+        }
+        drop(spent);
+        self.budget.freed.notify_all();
+        if self.answer {
+            self.budget.answers_freed.notify_waiters();
+        }
+    }
+}
+
+impl Budget {
+    /// Take `cost` for a request, waiting (this thread) while it does not fit in
+    /// [`REQUEST_BUDGET`] beside the requests in flight; a request fits alone whatever its cost.
+    pub(super) fn request(self: &Arc<Self>, cost: usize) -> Charge {
+        let mut spent = self.spent.lock();
+        while spent.requests > 0 && spent.requests + cost > REQUEST_BUDGET {
+            self.freed.wait(&mut spent);
+        }
+        spent.requests += cost;
+        Charge {
+            budget: self.clone(),
+            bytes: cost,
+            answer: false,
+        }
+    }
+
+    /// Count an answer of `len` bytes until it is written (the charge is dropped then).
+    pub(super) fn answer(self: &Arc<Self>, len: usize) -> Charge {
+        self.spent.lock().answers += len;
+        Charge {
+            budget: self.clone(),
+            bytes: len,
+            answer: true,
+        }
+    }
+
+    fn answers_fit(&self) -> bool {
+        self.spent.lock().answers <= ANSWER_BUDGET
+    }
+
+    /// Wait until answers waiting for the client are within [`ANSWER_BUDGET`].
+    pub(super) async fn room_for_answers(&self) {
+        loop {
+            let freed = self.answers_freed.notified();
+            tokio::pin!(freed);
+            freed.as_mut().enable();
+            if self.answers_fit() {
+                return;
+            }
+            freed.await;
+        }
+    }
+
+    /// [`Budget::room_for_answers`] for a thread outside the runtime (the write executor).
+    pub(super) fn room_for_answers_blocking(&self) {
+        let mut spent = self.spent.lock();
+        while spent.answers > ANSWER_BUDGET {
+            self.freed.wait(&mut spent);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cost_counts_bytes_and_tokens() {
+        assert_eq!(cost_of(b"[0,0]"), 5 + 2 * BYTES_PER_TOKEN);
+        assert_eq!(cost_of(br#"{"a":"x"}"#), 9 + 2 * BYTES_PER_TOKEN);
+    }
+
+    #[test]
+    fn requests_wait_for_room_and_a_large_one_fits_alone() {
+        let budget = Arc::new(Budget::default());
+        let big = budget.request(REQUEST_BUDGET + 1);
+        let waiter = {
+            let budget = budget.clone();
+            std::thread::spawn(move || drop(budget.request(1)))
+        };
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(!waiter.is_finished(), "waits while the budget is spent");
+        drop(big);
+        waiter.join().unwrap();
+        assert_eq!(budget.spent.lock().requests, 0);
+    }
+}
