@@ -1,17 +1,38 @@
-//! The embedding engine: the pipeline's invariants on a tiny random BERT built here, and load
-//! errors.
+//! The embedding engine: vectors against Python sentence-transformers (needs the real weights,
+//! found through `META_UTL_EMBEDDING_MODEL`), the pipeline's invariants on a tiny random BERT
+//! built here, and load errors.
 
 use std::collections::HashMap;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use candle_core::{DType, Device};
 use candle_nn::{VarBuilder, VarMap};
 use candle_transformers::models::bert::{BertModel, Config};
-use meta_utl_mcp::embedding::{Embedder, EmbeddingError};
+use meta_utl_mcp::embedding::{Embedder, EmbeddingError, MODEL_ENV};
 use serde_json::{Value, json};
 
+/// Largest difference allowed between a component of our vector and the reference's.
+const MAX_COMPONENT_DIFF: f32 = 1e-4;
+/// Smallest cosine similarity allowed between our vector and the reference's.
+const MIN_COSINE: f32 = 0.9999;
 /// How far apart the same text's vector may be across batches (f32 summation order only).
 const BATCH_TOLERANCE: f32 = 1e-5;
+
+/// The real model folder, or `None` after saying on the test's stderr that the test is skipped.
+/// Written to the stderr handle itself, so the line shows even when the test passes.
+fn real_model(test: &str) -> Option<PathBuf> {
+    match std::env::var_os(MODEL_ENV).filter(|v| !v.is_empty()) {
+        Some(dir) => Some(PathBuf::from(dir)),
+        None => {
+            let _ = writeln!(
+                std::io::stderr(),
+                "{test}: skipped: no embedding model (set {MODEL_ENV}, see scripts/fetch_model.sh)"
+            );
+            None
+        }
+    }
+}
 
 fn dot(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
@@ -26,6 +47,93 @@ fn max_diff(a: &[f32], b: &[f32]) -> f32 {
         .zip(b)
         .map(|(x, y)| (x - y).abs())
         .fold(0.0, f32::max)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Against the reference implementation
+
+#[test]
+fn vectors_match_sentence_transformers() {
+    let Some(dir) = real_model("vectors_match_sentence_transformers") else {
+        return;
+    };
+    let fixture: Value = serde_json::from_str(include_str!("data/embedding_reference.json"))
+        .expect("fixture is JSON");
+    let embedder = Embedder::load(&dir).expect("the model in META_UTL_EMBEDDING_MODEL loads");
+    assert_eq!(
+        embedder.dimension(),
+        fixture["dimension"].as_u64().unwrap() as usize
+    );
+    assert_eq!(
+        embedder.max_seq_length(),
+        fixture["max_seq_length"].as_u64().unwrap() as usize
+    );
+
+    let entries = fixture["sentences"].as_array().unwrap();
+    let texts: Vec<&str> = entries
+        .iter()
+        .map(|e| e["text"].as_str().unwrap())
+        .collect();
+    let got = embedder.embed(&texts).expect("embed");
+    assert_eq!(got.len(), texts.len());
+
+    let mut truncated = 0;
+    let (mut worst_cosine, mut worst_diff) = (1.0f32, 0.0f32);
+    for (entry, vector) in entries.iter().zip(&got) {
+        let text = entry["text"].as_str().unwrap();
+        let want: Vec<f32> = entry["vector"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap() as f32)
+            .collect();
+        let tokens = entry["tokens"].as_u64().unwrap() as usize;
+        assert_eq!(
+            embedder.token_count(text).unwrap(),
+            tokens,
+            "token count of {text:?}"
+        );
+        if tokens > embedder.max_seq_length() {
+            truncated += 1;
+        }
+        let cosine = dot(vector, &want) / (norm(vector) * norm(&want));
+        let diff = max_diff(vector, &want);
+        worst_cosine = worst_cosine.min(cosine);
+        worst_diff = worst_diff.max(diff);
+        assert!(
+            cosine >= MIN_COSINE && diff <= MAX_COMPONENT_DIFF,
+            "{text:?}: cosine {cosine}, largest component difference {diff}"
+        );
+    }
+    assert!(truncated > 0, "the fixture must exercise truncation");
+    let _ = writeln!(
+        std::io::stderr(),
+        "vectors_match_sentence_transformers: {} vectors, lowest cosine {worst_cosine}, \
+         largest component difference {worst_diff:e}",
+        got.len()
+    );
+
+    // One at a time gives the same vectors as the batch.
+    for (text, batched) in texts.iter().zip(&got).take(4) {
+        let alone = embedder.embed(&[text]).unwrap().remove(0);
+        assert!(max_diff(&alone, batched) <= BATCH_TOLERANCE, "{text:?}");
+    }
+}
+
+#[test]
+fn real_model_id_and_dimension() {
+    let Some(dir) = real_model("real_model_id_and_dimension") else {
+        return;
+    };
+    let embedder = Embedder::load(&dir).unwrap();
+    assert_eq!(embedder.dimension(), 384);
+    assert_eq!(embedder.max_seq_length(), 256);
+    let name = std::fs::canonicalize(&dir).unwrap();
+    assert_eq!(
+        embedder.model_id(),
+        name.file_name().unwrap().to_string_lossy()
+    );
+    assert!(embedder.embed(&[]).unwrap().is_empty());
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -10,7 +10,8 @@
 //! - [`EmbeddingError`] (`error.rs`): every failure, naming the path at fault.
 //!
 //! The default model is all-MiniLM-L6-v2 (384 dimensions, inputs cut at 256 tokens, 90 MB
-//! of f32 weights, Apache-2.0).
+//! of f32 weights, Apache-2.0). Its vectors match Python sentence-transformers' to 1e-4
+//! (`tests/embedding.rs` against `tests/data/embedding_reference.json`).
 
 mod encoder;
 mod error;
@@ -19,3 +20,6 @@ pub mod pooling;
 
 pub use encoder::{BATCH_SIZE, Embedder};
 pub use error::EmbeddingError;
+
+/// Environment variable naming a model folder; the tests that need real weights read it.
+pub const MODEL_ENV: &str = "META_UTL_EMBEDDING_MODEL";
