@@ -107,6 +107,9 @@ fn ms(d: Duration) -> f64 {
 }
 
 fn report(what: &str, mut times: Vec<Duration>) {
+    if times.is_empty() {
+        return;
+    }
     times.sort_unstable();
     let at = |q: f64| times[((times.len() as f64 * q).ceil() as usize).clamp(1, times.len()) - 1];
     println!(
