@@ -10,6 +10,7 @@
 //! - [`embedding`]: local sentence embeddings (BERT on the CPU) and installing the model; reads
 //!   model files, never the network.
 
+#[cfg(feature = "embedding")]
 pub mod embedding;
 pub mod protocol;
 pub mod server;

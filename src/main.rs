@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
+#[cfg(feature = "embedding")]
 use meta_utl_mcp::embedding;
 use meta_utl_mcp::store::{DbPath, Store};
 use meta_utl_mcp::{server, tools::App};
@@ -36,7 +37,7 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Manage the sentence-embedding model.
+    /// Manage the sentence-embedding model (needs a build with the `embedding` feature).
     #[command(subcommand)]
     Model(ModelCommand),
 }
@@ -59,6 +60,7 @@ enum ModelCommand {
 }
 
 /// `model install`: exit 0 with the folder on stderr, or 2 with the reason.
+#[cfg(feature = "embedding")]
 fn model_install(from: &std::path::Path, to: Option<std::path::PathBuf>) -> ExitCode {
     let Some(dest) = to.or_else(embedding::default_model_dir) else {
         eprintln!("meta-utl-mcp: neither XDG_DATA_HOME nor HOME is set; give --to DIR");
@@ -79,6 +81,16 @@ fn model_install(from: &std::path::Path, to: Option<std::path::PathBuf>) -> Exit
             ExitCode::from(2)
         }
     }
+}
+
+/// `model install` in a build without the `embedding` feature: exit 2 saying how to get it.
+#[cfg(not(feature = "embedding"))]
+fn model_install(_from: &std::path::Path, _to: Option<std::path::PathBuf>) -> ExitCode {
+    eprintln!(
+        "meta-utl-mcp: this binary was built without the embedding engine; rebuild with \
+         `cargo build --release --features embedding`"
+    );
+    ExitCode::from(2)
 }
 
 const TTY_HINT: &str = "\

