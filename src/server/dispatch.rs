@@ -180,6 +180,9 @@ fn not_run(msg: Incoming) -> Option<Vec<u8>> {
 enum Reply {
     /// A protocol result object.
     Value(Value),
+    /// A protocol result already encoded for the request's era (the `tools/list` of this
+    /// server, built once).
+    Encoded(std::sync::Arc<Vec<u8>>),
     /// A `tools/call` answer, encoded by [`mcp::encode_tool_result`].
     Tool(tools::ToolReply),
     /// Invalid `tools/call` arguments answered as a tool result (SEP-1303), encoded by
@@ -232,6 +235,7 @@ fn handle(app: &App, id: &Id, method: &str, params: &Value) -> Result<Vec<u8>, R
         Reply::Value(result) => {
             jsonrpc::success_line(id, &encode(&mcp::shape_result(era, method, result)))
         }
+        Reply::Encoded(bytes) => jsonrpc::success_line(id, &bytes),
     })
 }
 
@@ -257,7 +261,11 @@ fn handle_method(
             )))
         }
         "ping" => Ok(Reply::Value(json!({}))),
-        "tools/list" => Ok(Reply::Value(app.profile().list_result())),
+        "tools/list" => {
+            Ok(Reply::Encoded(app.tools_list(era, |v| {
+                encode(&mcp::shape_result(era, "tools/list", v))
+            })))
+        }
         "tools/call" => match call_tool(app, id, params) {
             Ok(r) => Ok(Reply::Tool(r)),
             Err(CallError::InvalidArguments {

@@ -59,6 +59,10 @@ pub struct App {
     db_path: String,
     profile: Profile,
     session: mcp::Session,
+    /// The encoded `tools/list` result of each protocol era, built on first use: it is the
+    /// same for every request, and building it (schemas, 90 kB of JSON) per request cost time
+    /// and, for a batch of them, memory.
+    tools_list: [std::sync::OnceLock<std::sync::Arc<Vec<u8>>>; 2],
 }
 
 impl App {
@@ -84,6 +88,7 @@ impl App {
             db_path,
             profile,
             session: mcp::Session::default(),
+            tools_list: Default::default(),
         })
     }
 
@@ -107,6 +112,21 @@ impl App {
         }
         out.push_str(&format!(" Data is stored in {}.", self.db_path));
         out
+    }
+
+    /// The `tools/list` result for `era`, encoded once by `encode` (which shapes it for the era)
+    /// and shared by every later request.
+    pub fn tools_list(
+        &self,
+        era: mcp::Era,
+        encode: impl FnOnce(Value) -> Vec<u8>,
+    ) -> std::sync::Arc<Vec<u8>> {
+        let slot = match era {
+            mcp::Era::Handshake => &self.tools_list[0],
+            mcp::Era::Stateless => &self.tools_list[1],
+        };
+        slot.get_or_init(|| std::sync::Arc::new(encode(self.profile.list_result())))
+            .clone()
     }
 
     /// The client session (its negotiated protocol revision).

@@ -110,6 +110,10 @@ pub fn shown(v: &Value) -> String {
     }
 }
 
+/// serde's own messages are cut to this many characters before they are reworded (a wrongly
+/// typed 16 MiB string would otherwise be copied into the message several times).
+const MAX_INNER_CHARS: usize = 200;
+
 /// The placeholder a value type's message uses where the field's name goes (for messages that
 /// do not start with "field 'NAME'", such as the seeds' `Invalid level 5. Must be 1, 2, 3, or 4.`).
 pub const FIELD: &str = "{field}";
@@ -117,7 +121,19 @@ pub const FIELD: &str = "{field}";
 /// Turn a serde error at a path into the message the caller sees.
 fn explain(e: serde_path_to_error::Error<serde_json::Error>) -> ToolError {
     use serde_path_to_error::Segment;
-    let inner = e.inner().to_string();
+    // serde quotes a wrongly typed string whole ("invalid type: string \"…16 MB…\""): keep
+    // only the start of the message before any further copy is made of it.
+    let inner = {
+        let full = e.inner().to_string();
+        let (head, tail) = match full.rfind(", expected ") {
+            Some(i) => full.split_at(i),
+            None => (full.as_str(), ""),
+        };
+        match head.char_indices().nth(MAX_INNER_CHARS) {
+            Some((i, _)) => format!("{}…\"{tail}", &head[..i]),
+            None => full,
+        }
+    };
     let mut parts: Vec<String> = Vec::new();
     for seg in e.path().iter() {
         match seg {
