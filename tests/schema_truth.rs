@@ -19,6 +19,27 @@ const CASES_PER_TOOL: usize = 500;
 /// Seed of the case generator.
 const SEED: u64 = 0x5eed_7077;
 
+/// Rules a portable JSON Schema cannot state, documented where they arise: a call the schema
+/// accepts and the server refuses with one of these messages is counted and printed, not
+/// failed. (tool, words of the server's message, why the schema cannot say it)
+const KNOWN_GAPS: &[(&str, &str, &str)] = &[
+    (
+        "gwt_compute_delta_sc",
+        "must have the same length",
+        "two arrays of equal length (a sparse vector's indices and values)",
+    ),
+    (
+        "gwt_compute_delta_sc",
+        "strictly ascending",
+        "an ascending order (uniqueItems states only distinctness)",
+    ),
+    (
+        "*",
+        "Invalid timestamp format",
+        "the calendar (2023-02-30 matches the date pattern)",
+    ),
+];
+
 /// The values every place is also tried with.
 fn edge_values() -> Vec<Value> {
     vec![
@@ -258,6 +279,7 @@ fn every_schema_accepts_exactly_what_the_server_accepts() {
     let mut rng = StdRng::seed_from_u64(SEED);
     let mut report = BTreeMap::new();
     let mut failures = Vec::new();
+    let mut known: BTreeMap<(&str, &str), usize> = BTreeMap::new();
     for tool in tools::registry() {
         let app = App::new(Store::open(&DbPath::Memory).unwrap()).unwrap();
         let schema = (tool.input_schema)();
@@ -281,8 +303,21 @@ fn every_schema_accepts_exactly_what_the_server_accepts() {
                 refused += 1;
             }
             if schema_ok != server_ok {
-                let why = match app.call(tool.name, &args) {
-                    Err(CallError::InvalidArguments { message, .. }) => message,
+                let refusal = match app.call(tool.name, &args) {
+                    Err(CallError::InvalidArguments { message, .. }) => Some(message),
+                    _ => None,
+                };
+                let gap = refusal.as_deref().and_then(|m| {
+                    KNOWN_GAPS
+                        .iter()
+                        .find(|(t, words, _)| (*t == "*" || *t == tool.name) && m.contains(words))
+                });
+                if let (true, Some((_, _, why))) = (schema_ok, gap) {
+                    *known.entry((tool.name, *why)).or_insert(0) += 1;
+                    continue;
+                }
+                let why = match refusal {
+                    Some(message) => message,
                     _ => validator
                         .iter_errors(&args)
                         .map(|e| e.to_string())
@@ -305,6 +340,9 @@ fn every_schema_accepts_exactly_what_the_server_accepts() {
             "schema truth: {name}: {} cases, {a} accepted, {r} refused",
             a + r
         );
+    }
+    for ((name, why), n) in &known {
+        eprintln!("schema truth: {name}: {n} refusals of a rule no schema states: {why}");
     }
     assert!(
         failures.is_empty(),
