@@ -7,7 +7,7 @@
 //! - [`tools`]: the tool registry, argument parsing, and one file per tool family.
 //! - [`service`]: the `MetaLearningService` facade and the numerics (no I/O, no JSON, no SQL).
 //! - [`store`]: SQLite persistence; the only module with SQL.
-//! - [`embedding`]: local sentence embeddings (BERT on the CPU) and installing the model; reads
+//! - `embedding` (feature `embedding`): local sentence embeddings (BERT on the CPU) and installing the model; reads
 //!   model files, never the network.
 
 #[cfg(feature = "embedding")]
