@@ -121,7 +121,14 @@ fn lesson_flow() -> String {
             "check_strategy_blacklist",
             json!({"task_id": "proj-142 flaky checkout test", "strategy": "increase the timeout of the test to 60 seconds"}),
         ),
-        &[],
+        &[
+            "blacklisted",
+            "match_type",
+            "score",
+            "matcher.kind",
+            "lesson.strategy_description",
+            "lesson.rca_summary",
+        ],
     );
     out
 }
