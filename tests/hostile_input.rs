@@ -256,3 +256,28 @@ fn a_batch_stops_running_once_its_answers_are_large() {
         "{last}"
     );
 }
+
+#[test]
+fn a_timestamp_from_the_future_is_refused_naming_the_field() {
+    let mut s = Server::start();
+    let obs = |t: &str| {
+        json!({"observations": [
+            {"embedder_id": 1, "confidence": 0.9, "correct": true},
+            {"embedder_id": 1, "confidence": 0.9, "correct": true, "timestamp": t}
+        ]})
+    };
+    let (_, msg) = s.tool_err(
+        "record_calibration_observations",
+        obs("2030-01-01T00:00:00Z"),
+    );
+    assert!(
+        msg.contains("observations[1]: field 'timestamp' is in the future"),
+        "{msg}"
+    );
+    // Nothing of the refused call was stored; a timestamp within the skew is fine.
+    let soon = (chrono::Utc::now() + chrono::Duration::seconds(60)).to_rfc3339();
+    let r = s.tool_ok("record_calibration_observations", obs(&soon));
+    assert_eq!(r["accepted"], 2, "{r}");
+    let m = s.tool_ok("get_calibration_metrics", json!({"timeframe": "1h"}));
+    assert_eq!(m["observation_count"], 2, "{m}");
+}

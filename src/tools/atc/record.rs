@@ -17,11 +17,15 @@ use crate::service::atc::thresholds::ThresholdName;
 use crate::service::atc::{Observation, ObservationFilter};
 use crate::service::vocab::{Domain, NUM_EMBEDDERS};
 use crate::store::atc as atc_store;
-use crate::tools::wire::{Num, OneOf, Timestamp, UnitInterval, Validate};
+use crate::tools::wire::{Num, OneOf, Timestamp, UnitInterval, Validate, rfc3339};
 use crate::tools::{Annotations, Answer, ToolDef, ToolError, WriteCtx, WriteTool};
 
 /// Most observations accepted in one call.
 pub const MAX_OBSERVATIONS_PER_CALL: usize = 10_000;
+
+/// How far ahead of the server's clock an observation's timestamp may be (clock skew between
+/// machines); a later one would count in every calibration window as "recent" for years.
+pub const MAX_CLOCK_SKEW_SECONDS: i64 = 300;
 
 /// `record_calibration_observations`.
 pub struct RecordCalibrationObservations;
@@ -58,7 +62,8 @@ pub struct ObservationInput {
     /// to one of the session-threshold bandit's candidates (listed in the tool description)
     /// credits that candidate of the domain's bandit with this outcome.
     pub threshold_used: Option<Num<UnitInterval>>,
-    /// When the outcome was observed (RFC 3339, e.g. `2024-01-15T10:30:00Z`); default now.
+    /// When the outcome was observed (RFC 3339, e.g. `2024-01-15T10:30:00Z`); default now. At
+    /// most 5 minutes ahead of the server's clock.
     pub timestamp: Option<Timestamp>,
 }
 
@@ -133,6 +138,21 @@ impl WriteTool for RecordCalibrationObservations {
     const FAMILIES: &'static [Family] = &[Family::Atc];
 
     fn run(ctx: &mut WriteCtx<'_>, input: RecordInput) -> Result<Answer<RecordAnswer>, ToolError> {
+        let latest = ctx.now + chrono::Duration::seconds(MAX_CLOCK_SKEW_SECONDS);
+        if let Some((i, t)) = input
+            .observations
+            .0
+            .iter()
+            .enumerate()
+            .find_map(|(i, o)| o.timestamp.filter(|t| t.0 > latest).map(|t| (i, t)))
+        {
+            return Err(ToolError::invalid(format!(
+                "observations[{i}]: field 'timestamp' is in the future ({}); at most \
+                 {MAX_CLOCK_SKEW_SECONDS} s ahead of the server's clock ({}) is accepted",
+                rfc3339(t.0),
+                rfc3339(ctx.now)
+            )));
+        }
         let observations: Vec<Observation> = input
             .observations
             .0
