@@ -1,10 +1,11 @@
 //! The memory budget: bytes of requests in flight and of answers waiting for the client,
 //! so that memory is bounded by bytes, not by a count of requests, whatever the client sends.
 //!
-//! A line's cost is estimated before it is parsed ([`cost_of`]): its bytes plus
-//! [`BYTES_PER_TOKEN`] per `,` `:` `[` `{` (the parsed `serde_json::Value` of `[0,0,…]` takes
-//! 64 bytes per element, and up to half as much again while its vector grows; an object entry
-//! about 80). The reader thread takes a line's cost from [`REQUEST_BUDGET`] before handing
+//! A line's cost is estimated before it is parsed ([`cost_of`]): twice its bytes (the line,
+//! then its strings in the parsed value, and again in the tool's typed arguments or an error
+//! that quotes them) plus [`BYTES_PER_TOKEN`] per `,` `:` `[` `{` (the parsed
+//! `serde_json::Value` of `[0,0,…]` takes 64 bytes per element, and up to half as much again
+//! while its vector grows; an object entry about 80). The reader thread takes a line's cost from [`REQUEST_BUDGET`] before handing
 //! the line on, and waits (leaving the rest in the pipe) while the budget is spent; the cost
 //! is returned when the request has been answered. A line costing more than
 //! [`MAX_REQUEST_COST`] alone is refused without being parsed.
@@ -21,16 +22,16 @@ use tokio::sync::Notify;
 
 /// Estimated bytes of requests in flight (read, not yet answered), at most; a single request
 /// may exceed it alone.
-pub const REQUEST_BUDGET: usize = 128 * 1024 * 1024;
+pub const REQUEST_BUDGET: usize = 64 * 1024 * 1024;
 
 /// A line whose estimated cost exceeds this is answered `-32600` without being parsed. The
 /// largest requests the tools take (10,000 calibration observations, two fingerprints of
-/// 13 embeddings) cost under 16 MiB.
+/// 13 embeddings) cost under 20 MiB; a 16 MiB line of text costs 32 MiB.
 pub const MAX_REQUEST_COST: usize = 64 * 1024 * 1024;
 
 /// Bytes of answers made but not yet written to stdout beyond which no request makes its
 /// answer.
-pub const ANSWER_BUDGET: usize = 32 * 1024 * 1024;
+pub const ANSWER_BUDGET: usize = 16 * 1024 * 1024;
 
 /// Bytes charged per JSON token separator (see the module documentation).
 pub const BYTES_PER_TOKEN: usize = 96;
@@ -42,6 +43,7 @@ pub(super) fn cost_of(line: &[u8]) -> usize {
         .filter(|&&b| matches!(b, b',' | b':' | b'[' | b'{'))
         .count();
     line.len()
+        .saturating_mul(2)
         .saturating_add(tokens.saturating_mul(BYTES_PER_TOKEN))
 }
 
@@ -142,8 +144,8 @@ mod tests {
 
     #[test]
     fn cost_counts_bytes_and_tokens() {
-        assert_eq!(cost_of(b"[0,0]"), 5 + 2 * BYTES_PER_TOKEN);
-        assert_eq!(cost_of(br#"{"a":"x"}"#), 9 + 2 * BYTES_PER_TOKEN);
+        assert_eq!(cost_of(b"[0,0]"), 2 * 5 + 2 * BYTES_PER_TOKEN);
+        assert_eq!(cost_of(br#"{"a":"x"}"#), 2 * 9 + 2 * BYTES_PER_TOKEN);
     }
 
     #[test]

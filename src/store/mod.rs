@@ -243,7 +243,7 @@ pub enum StoreError {
 }
 
 impl From<rusqlite::Error> for StoreError {
-    /// Every SQLite failure passes here; `health` notes damage and the failures that end a
+    /// Every SQLite failure passes here; the store notes damage and the failures that end a
     /// transaction for the store call running on this thread.
     fn from(e: rusqlite::Error) -> Self {
         health::note(&e);
