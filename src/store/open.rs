@@ -162,7 +162,13 @@ pub(super) fn open_file(
             });
         }
         conn.execute_batch("PRAGMA query_only = ON")?;
-        let found = validate(&conn, shown)?;
+        // One snapshot: another server may be creating the schema of this new file meanwhile,
+        // and its tables without its user_version would look foreign.
+        conn.execute_batch("BEGIN DEFERRED")?;
+        let found = validate(&conn, shown);
+        let ended = conn.execute_batch("COMMIT");
+        let found = found?;
+        ended?;
         let size = fs::metadata(p).map(|m| m.len()).unwrap_or(0)
             + fs::metadata(sidecar(p, "-wal")).map_or(0, |m| m.len());
         let check = if found == Found::New {
