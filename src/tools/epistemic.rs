@@ -27,7 +27,6 @@ pub const QUERY_HISTORY_EVENTS: usize = 50;
 pub const TOOLS: &[Tool] = &[Tool::write::<EpistemicAction>()];
 
 impl Choice for ActionType {
-    const NOUN: Option<&'static str> = Some("action_type");
     const ALL: &'static [Self] = ActionType::ALL;
     const CASE_INSENSITIVE: bool = false;
     fn name(self) -> &'static str {

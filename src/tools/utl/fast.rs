@@ -56,7 +56,7 @@ fn fast(arguments: &Value) -> Option<ComputeInput> {
     // refuses every null itself.
     let nulls = m.iter().any(|(k, v)| match (k.as_str(), v) {
         ("old_fingerprint" | "new_fingerprint", Value::Object(fp)) => null_beside_embedders(fp),
-        _ => v.is_null() || has_null_property(v),
+        _ => v.is_null() || wire::has_null_member(v),
     });
     if nulls {
         return None;
@@ -83,21 +83,9 @@ fn null_beside_embedders(fp: &Map<String, Value>) -> bool {
         {
             null_beside_embedders(inner)
         } else {
-            v.is_null() || has_null_property(v)
+            v.is_null() || wire::has_null_member(v)
         }
     })
-}
-
-/// Whether an object anywhere in `v` has a property whose value is `null`: what `wire::parse`
-/// refuses before reading (a `null` element of an array is left to the types).
-fn has_null_property(v: &Value) -> bool {
-    match v {
-        Value::Object(m) => m.values().any(|x| x.is_null() || has_null_property(x)),
-        Value::Array(a) => a
-            .iter()
-            .any(|x| (x.is_object() || x.is_array()) && has_null_property(x)),
-        _ => false,
-    }
 }
 
 /// A fingerprint in either form, by the rules of [`super::fingerprint`].

@@ -67,7 +67,7 @@ pub fn parse<T: DeserializeOwned + Validate>(arguments: &Value) -> Result<T, Too
     };
     // The fast path allocates nothing for the path: only a refusal is explained with one (a
     // 10,000-observation call spent two thirds of its parse building paths it never used).
-    if has_null(arguments) {
+    if has_null_member(arguments) {
         reject_nulls(arguments, &mut Vec::new())?;
     }
     let input: T = match T::deserialize(arguments) {
@@ -180,9 +180,6 @@ fn explain(e: serde_path_to_error::Error<serde_json::Error>) -> ToolError {
     }
     if what.contains(FIELD) {
         ToolError::invalid(format!("{pre}{}", what.replace(FIELD, &field)))
-    } else if what.starts_with("Invalid ") {
-        // A value type's own sentence that already names what is invalid (`OneOf` with a noun).
-        ToolError::invalid(format!("{pre}{what}"))
     } else if what.starts_with("is required") {
         ToolError::invalid(format!("{pre}missing required field '{field}' (got null)"))
     } else {
@@ -367,14 +364,15 @@ fn strip_null(v: &mut Value) {
     }
 }
 
-/// Whether `v` holds a `null` anywhere (without allocating).
-fn has_null(v: &Value) -> bool {
+/// Whether an object anywhere in `v` has a member whose value is `null`, the rule
+/// [`parse`] enforces before reading (a `null` element of an array is left to the types);
+/// it allocates nothing, so a call without nulls pays only the walk.
+pub fn has_null_member(v: &Value) -> bool {
     match v {
-        Value::Null => true,
-        Value::Object(m) => m.values().any(has_null),
+        Value::Object(m) => m.values().any(|x| x.is_null() || has_null_member(x)),
         Value::Array(a) => a
             .iter()
-            .any(|x| (x.is_object() || x.is_array() || x.is_null()) && has_null(x)),
+            .any(|x| (x.is_object() || x.is_array()) && has_null_member(x)),
         _ => false,
     }
 }

@@ -325,9 +325,6 @@ impl JsonSchema for Timestamp {
 
 /// A service enumeration published on the wire by name.
 pub trait Choice: Copy + 'static {
-    /// What the message calls a bad value ("domain", "timeframe"); the field name is used when
-    /// this is `None`.
-    const NOUN: Option<&'static str> = None;
     /// Every value, in schema order.
     const ALL: &'static [Self];
     /// Whether any ASCII case is accepted (`"CODE"`, `"code"`, `"Code"`).
@@ -367,8 +364,7 @@ impl<'de, T: Choice> Deserialize<'de> for OneOf<T> {
         found.map(OneOf).ok_or_else(|| {
             let names: Vec<&str> = T::ALL.iter().map(|c| c.name()).collect();
             D::Error::custom(format!(
-                "Invalid {} {}. Valid values: {}",
-                T::NOUN.unwrap_or(FIELD),
+                "Invalid {FIELD} {}. Valid values: {}",
                 shown(&v),
                 names.join(", ")
             ))
