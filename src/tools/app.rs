@@ -7,7 +7,7 @@ use parking_lot::RwLock;
 use serde_json::Value;
 
 use super::registry::{Profile, ToolFamily};
-use super::{Args, Handler, Outcome, ReadCtx, ToolError, ToolResult, WriteCtx, wire};
+use super::{Handler, Outcome, ReadCtx, ToolError, ToolResult, WriteCtx, wire};
 use crate::protocol::jsonrpc::RpcError;
 use crate::protocol::mcp;
 use crate::service::{Family, MetaLearningService};
@@ -170,10 +170,11 @@ impl App {
             },
             ToolError::Internal(m) => CallError::Rpc(internal(tool.name, m)),
         };
-        let args = Args::new(arguments).map_err(failed)?;
+        // The handler reads `arguments` with wire::parse, which refuses anything but an object
+        // (or nothing) with a message.
         let outcome = match tool.handler {
-            Handler::Read(f) => self.run_read(f, &args),
-            Handler::Write(f, families) => self.run_write(f, families, &args),
+            Handler::Read(f) => self.run_read(f, arguments),
+            Handler::Write(f, families) => self.run_write(f, families, arguments),
         }
         .map_err(failed)?;
         Ok(match outcome {
@@ -188,11 +189,7 @@ impl App {
         })
     }
 
-    fn run_read(
-        &self,
-        f: fn(&ReadCtx<'_>, &Args<'_>) -> ToolResult,
-        args: &Args<'_>,
-    ) -> ToolResult {
+    fn run_read(&self, f: fn(&ReadCtx<'_>, &Value) -> ToolResult, args: &Value) -> ToolResult {
         loop {
             {
                 let svc = self.svc.read();
@@ -219,9 +216,9 @@ impl App {
 
     fn run_write(
         &self,
-        f: fn(&mut WriteCtx<'_>, &Args<'_>) -> ToolResult,
+        f: fn(&mut WriteCtx<'_>, &Value) -> ToolResult,
         families: &[Family],
-        args: &Args<'_>,
+        args: &Value,
     ) -> ToolResult {
         let mut svc = self.svc.write();
         // A handler that panics may leave the cached state half-changed while the store

@@ -10,7 +10,6 @@
 //! call and maps [`ToolError`] to what the server answers ([`CallError`]).
 
 pub mod app;
-pub mod args;
 pub mod atc;
 pub mod epistemic;
 pub mod lessons;
@@ -28,7 +27,6 @@ use serde_json::{Value, json};
 use crate::service::{Family, MetaLearningService};
 use crate::store::{Db, StoreError};
 pub use app::{App, CallError, ToolReply};
-pub use args::Args;
 pub use registry::{Profile, ToolFamily, find, registry};
 
 /// A handler failure that becomes a JSON-RPC error.
@@ -99,11 +97,11 @@ pub const MAX_PUBLISHED_EXAMPLE_BYTES: usize = 2048;
 #[derive(Clone, Copy)]
 pub enum Handler {
     /// Reads only; may run concurrently with other reads.
-    Read(fn(&ReadCtx<'_>, &Args<'_>) -> ToolResult),
+    Read(fn(&ReadCtx<'_>, &Value) -> ToolResult),
     /// Writes; runs alone, in order, inside one transaction. The families listed are the cached
     /// families it may change: their store versions are bumped on success.
     Write(
-        fn(&mut WriteCtx<'_>, &Args<'_>) -> ToolResult,
+        fn(&mut WriteCtx<'_>, &Value) -> ToolResult,
         &'static [Family],
     ),
 }
@@ -201,13 +199,13 @@ fn encode<O: Serialize>(answer: Answer<O>) -> ToolResult {
     })
 }
 
-fn read_handler<T: ReadTool>(ctx: &ReadCtx<'_>, args: &Args<'_>) -> ToolResult {
-    let input = wire::parse::<T::Input>(args.value())?;
+fn read_handler<T: ReadTool>(ctx: &ReadCtx<'_>, args: &Value) -> ToolResult {
+    let input = wire::parse::<T::Input>(args)?;
     T::run(ctx, input).and_then(encode)
 }
 
-fn write_handler<T: WriteTool>(ctx: &mut WriteCtx<'_>, args: &Args<'_>) -> ToolResult {
-    let input = wire::parse::<T::Input>(args.value())?;
+fn write_handler<T: WriteTool>(ctx: &mut WriteCtx<'_>, args: &Value) -> ToolResult {
+    let input = wire::parse::<T::Input>(args)?;
     T::run(ctx, input).and_then(encode)
 }
 

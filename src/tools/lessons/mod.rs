@@ -21,9 +21,10 @@ pub mod shapes;
 
 use schemars::JsonSchema;
 use serde::Serialize;
+use serde_json::Value;
 
 use super::wire;
-use super::{Answer, Args, Handler, Outcome, ReadCtx, ReadTool, Tool, ToolError, ToolResult};
+use super::{Answer, Handler, Outcome, ReadCtx, ReadTool, Tool, ToolError, ToolResult};
 use super::{WriteCtx, WriteTool};
 use crate::store::lessons as lesson_store;
 pub use shapes::{DirectiveOut, Flag, LessonOut};
@@ -149,20 +150,20 @@ where
     }
 }
 
-fn read_handler<T: ReadTool>(ctx: &ReadCtx<'_>, args: &Args<'_>) -> ToolResult
+fn read_handler<T: ReadTool>(ctx: &ReadCtx<'_>, args: &Value) -> ToolResult
 where
     T::Output: Structured,
 {
-    let answer = wire::parse::<T::Input>(args.value()).and_then(|input| T::run(ctx, input));
+    let answer = wire::parse::<T::Input>(args).and_then(|input| T::run(ctx, input));
     encode(T::NAME, answer)
 }
 
-fn write_handler<T: WriteTool>(ctx: &mut WriteCtx<'_>, args: &Args<'_>) -> ToolResult
+fn write_handler<T: WriteTool>(ctx: &mut WriteCtx<'_>, args: &Value) -> ToolResult
 where
     T::Output: Structured,
 {
     let db = ctx.db;
-    let answer = wire::parse::<T::Input>(args.value())
+    let answer = wire::parse::<T::Input>(args)
         .and_then(|input| lesson_store::atomically(db, || T::run(ctx, input)));
     encode(T::NAME, answer)
 }

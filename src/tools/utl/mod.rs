@@ -22,7 +22,7 @@ use uuid::Uuid;
 
 use super::wire::{self, Num, UnitInterval, Validate, WireUuid};
 use super::{
-    Annotations, Answer, Args, Handler, Outcome, Tool, ToolDef, ToolError, ToolResult, WriteCtx,
+    Annotations, Answer, Handler, Outcome, Tool, ToolDef, ToolError, ToolResult, WriteCtx,
     WriteTool,
 };
 use crate::service::Family;
@@ -200,8 +200,8 @@ impl WriteTool for ComputeDeltaSc {
 
 /// `Tool::write`'s handler with [`parse_fast`] in place of `wire::parse` (same verdicts and
 /// messages, a tenth of the time on large fingerprints).
-fn handle(ctx: &mut WriteCtx<'_>, args: &Args<'_>) -> ToolResult {
-    let input = parse_fast(args.value())?;
+fn handle(ctx: &mut WriteCtx<'_>, args: &Value) -> ToolResult {
+    let input = parse_fast(args)?;
     let answer = ComputeDeltaSc::run(ctx, input)?;
     let v = serde_json::to_value(&answer.output)
         .map_err(|e| ToolError::Internal(format!("the answer could not be encoded: {e}")))?;
