@@ -259,72 +259,18 @@ pub fn fit_temperature(
 /// reuse them (Level 2 measures NLL and ECE on the same logits). The caller guarantees a valid
 /// range and finite `t_i`; fewer than [`MIN_SAMPLES`] values or all zero give `Skipped`.
 pub fn fit_signed_logits(t: &[f64], range: TemperatureRange) -> TemperatureFit {
-    let (lo, hi) = (range.lo, range.hi);
-    if t.len() < MIN_SAMPLES {
-        return TemperatureFit::Skipped(SkipReason::TooFewSamples {
-            have: t.len(),
-            need: MIN_SAMPLES,
-        });
-    }
-    if t.iter().all(|&ti| ti == 0.0) {
-        return TemperatureFit::Skipped(SkipReason::Uninformative);
-    }
-    let gradient = |beta: f64| nll_derivatives(t, beta);
-    let fitted = |temperature: f64, at_bound, iterations| {
-        TemperatureFit::Fitted(FittedTemperature {
-            temperature,
-            nll: nll_signed(t, temperature),
-            at_bound,
-            iterations,
-        })
-    };
-
-    // Bracket in β = 1/T: a = 1/hi (largest T), b = 1/lo (smallest T).
-    let (mut a, mut b) = (1.0 / hi, 1.0 / lo);
-    let (ga, _) = gradient(a);
-    if ga >= 0.0 {
-        return fitted(hi, Some(RangeBound::Upper), 1);
-    }
-    let (gb, _) = gradient(b);
-    if gb <= 0.0 {
-        return fitted(lo, Some(RangeBound::Lower), 2);
-    }
-    let mut iterations = 2;
-    let mut x = (a * b).sqrt();
-    loop {
-        let (g, h) = gradient(x);
-        iterations += 1;
-        if g == 0.0 {
-            break;
-        }
-        if g < 0.0 {
-            a = x;
-        } else {
-            b = x;
-        }
-        let newton = x - g / h;
-        let next = if h > 0.0 && newton > a && newton < b {
-            newton
-        } else {
-            (a * b).sqrt()
-        };
-        let step = (next / x).ln().abs();
-        x = next;
-        if step < LOG_T_TOLERANCE || (b / a).ln() < LOG_T_TOLERANCE || iterations >= 200 {
-            break;
-        }
-    }
-    fitted(range.clamp(1.0 / x), None, iterations)
+    // The middle of the range in log T (β = 1/T): the same start the bracket's first
+    // bisection step would take.
+    fit_signed_logits_from(t, range, (range.lo * range.hi).sqrt())
 }
 
-/// [`fit_signed_logits`] started from the temperature `start` (clamped into the range) instead
-/// of the middle of the range, for Level 2, which refits the current temperature and then
-/// each cross-validation fold starting from the fit on the whole window. Newton's method in
-/// `β = 1/T`, safeguarded by bisection; a range bound is evaluated only when an iterate
-/// reaches it (a bound is the optimum when the derivative there points out of the range:
-/// `g(1/hi) ≥ 0` gives `hi`, `g(1/lo) ≤ 0` gives `lo`). Same optimum and stopping rule as
-/// the cold start; from a start near the optimum it needs about four derivative evaluations
-/// instead of two bound checks plus the climb from the middle.
+/// The NLL-minimising temperature of signed logits `t`, started from the temperature `start`
+/// (clamped into the range): Level 2 starts from the current temperature and each
+/// cross-validation fold from the fit on the whole window; [`fit_signed_logits`] from the
+/// middle of the range. Newton's method in `β = 1/T`, safeguarded by bisection; a range bound
+/// is evaluated only when an iterate reaches it (a bound is the optimum when the derivative
+/// there points out of the range: `g(1/hi) ≥ 0` gives `hi`, `g(1/lo) ≤ 0` gives `lo`). From a
+/// start near the optimum it needs about four derivative evaluations.
 pub fn fit_signed_logits_from(t: &[f64], range: TemperatureRange, start: f64) -> TemperatureFit {
     match optimum_from(t, range, start) {
         Ok((temperature, at_bound, iterations)) => TemperatureFit::Fitted(FittedTemperature {
