@@ -31,20 +31,7 @@ pub const DEFAULT_MODEL_SHA256: &str =
 /// Returns `None` when neither variable is set. The folder may not exist: this says where a
 /// model would be, not that one is there.
 pub fn default_model_dir() -> Option<PathBuf> {
-    let data_home = std::env::var_os("XDG_DATA_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME")
-                .filter(|v| !v.is_empty())
-                .map(|h| PathBuf::from(h).join(".local/share"))
-        })?;
-    Some(
-        data_home
-            .join("meta-utl-mcp")
-            .join("models")
-            .join(DEFAULT_MODEL),
-    )
+    Some(crate::store::data_dir()?.join("models").join(DEFAULT_MODEL))
 }
 
 /// What [`install_model`] did.

@@ -105,15 +105,7 @@ impl DbPath {
     /// counts as unset), so that the caller asks for `--db` instead of writing into the current
     /// directory.
     pub fn default_location() -> Option<Self> {
-        let base = std::env::var_os("XDG_DATA_HOME")
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-            .or_else(|| {
-                std::env::var_os("HOME")
-                    .filter(|v| !v.is_empty())
-                    .map(|h| PathBuf::from(h).join(".local/share"))
-            })?;
-        Some(DbPath::File(base.join("meta-utl-mcp").join("state.db")))
+        Some(DbPath::File(data_dir()?.join("state.db")))
     }
 
     /// The path as shown to users.
@@ -123,6 +115,21 @@ impl DbPath {
             DbPath::File(p) => p.display().to_string(),
         }
     }
+}
+
+/// This program's data folder: `$XDG_DATA_HOME/meta-utl-mcp`, else
+/// `$HOME/.local/share/meta-utl-mcp` (XDG Base Directory Specification); `None` when neither
+/// variable is set (an empty one counts as unset). The folder may not exist yet.
+pub fn data_dir() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_DATA_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|v| !v.is_empty())
+                .map(|h| PathBuf::from(h).join(".local/share"))
+        })?;
+    Some(base.join("meta-utl-mcp"))
 }
 
 /// Why the store could not be opened or used.

@@ -180,8 +180,6 @@ fn explain(e: serde_path_to_error::Error<serde_json::Error>) -> ToolError {
     }
     if what.contains(FIELD) {
         ToolError::invalid(format!("{pre}{}", what.replace(FIELD, &field)))
-    } else if what.starts_with("is required") {
-        ToolError::invalid(format!("{pre}missing required field '{field}' (got null)"))
     } else {
         ToolError::invalid(format!("{pre}field '{field}' {what}"))
     }
@@ -232,12 +230,12 @@ fn plain(inner: &str) -> String {
     format!("must be {expected}, got {got}")
 }
 
-/// Read any JSON value for a value type's own checks (scalars are cheap to copy). `null` never
-/// reaches a value type in an optional field (`Option` takes it), so here it means a required
-/// field was given as `null`.
+/// Read any JSON value for a value type's own checks (scalars are cheap to copy). A `null`
+/// member of an object is refused before reading ([`parse`]); one that reaches a value type is
+/// an array element.
 pub(super) fn value<'de, D: Deserializer<'de>>(d: D) -> Result<Value, D::Error> {
     match Value::deserialize(d)? {
-        Value::Null => Err(D::Error::custom("is required (got null)")),
+        Value::Null => Err(D::Error::custom("must not be null")),
         v => Ok(v),
     }
 }
