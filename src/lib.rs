@@ -7,12 +7,15 @@
 //! - [`tools`]: the tool registry, argument parsing, and one file per tool family.
 //! - [`service`]: the `MetaLearningService` facade and the numerics (no I/O, no JSON, no SQL).
 //! - [`store`]: SQLite persistence; the only module with SQL.
+//! - [`semantic`]: the embedding matcher at run time (model loading, back-fill, the
+//!   related-lessons index); off without a model.
 //! - `embedding` (feature `embedding`): local sentence embeddings (BERT on the CPU) and installing the model; reads
 //!   model files, never the network.
 
 #[cfg(feature = "embedding")]
 pub mod embedding;
 pub mod protocol;
+pub mod semantic;
 pub mod server;
 pub mod service;
 pub mod store;

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use clap::{Parser, Subcommand};
 #[cfg(feature = "embedding")]
 use meta_utl_mcp::embedding;
+use meta_utl_mcp::semantic::{self, ModelChoice, Semantic};
 use meta_utl_mcp::server;
 use meta_utl_mcp::store::{DbPath, Store, StoreError};
 use meta_utl_mcp::tools::{App, Profile, ToolFamily};
@@ -42,6 +43,13 @@ struct Cli {
     #[arg(long, default_value_t = 90, value_name = "DAYS",
           value_parser = clap::value_parser!(u32).range(1..=36_500))]
     event_retention_days: u32,
+
+    /// Sentence-embedding model folder for the strategy blacklist, or `off` for the lexical
+    /// matcher. A folder given here that is missing or not a model stops the server (exit 2).
+    /// [default: $XDG_DATA_HOME/meta-utl-mcp/models/all-MiniLM-L6-v2 when installed (see
+    /// `model install`), else the lexical matcher]
+    #[arg(long, env = "META_UTL_EMBEDDING_MODEL", value_name = "DIR|off")]
+    embedding_model: Option<String>,
 
     /// Without a command, serve MCP on stdio.
     #[command(subcommand)]
@@ -104,6 +112,30 @@ fn model_install(_from: &std::path::Path, _to: Option<std::path::PathBuf>) -> Ex
          `cargo build --release --features embedding`"
     );
     ExitCode::from(2)
+}
+
+/// The app with its embedding matcher: the chosen model folder loading in the background, or
+/// the lexical matcher with one warning line saying why.
+fn with_embedding(app: App, choice: ModelChoice) -> Arc<App> {
+    match choice {
+        ModelChoice::Off { reason } => {
+            if !reason.is_empty() {
+                tracing::warn!("{reason}");
+            }
+            Arc::new(app)
+        }
+        ModelChoice::Folder(dir) => {
+            let app = Arc::new(app.with_embedding(Semantic::loading()));
+            tracing::info!(model = %dir.display(), "loading the embedding model");
+            if let Err(e) = app.start_embedding(dir) {
+                tracing::warn!(
+                    "cannot start loading the embedding model ({e}); the strategy blacklist \
+                     uses the lexical matcher"
+                );
+            }
+            app
+        }
+    }
 }
 
 /// A tool family as `--tools` names it.
@@ -176,6 +208,19 @@ fn main() -> ExitCode {
         eprintln!("{TTY_HINT}");
     }
 
+    // Before the database: a wrong model folder must not leave a new database behind.
+    #[cfg(feature = "embedding")]
+    let default_model = embedding::default_model_dir();
+    #[cfg(not(feature = "embedding"))]
+    let default_model = None;
+    let model = match semantic::choose(cli.embedding_model.as_deref(), default_model) {
+        Ok(choice) => choice,
+        Err(message) => {
+            eprintln!("meta-utl-mcp: {message}");
+            return ExitCode::from(2);
+        }
+    };
+
     // An empty META_UTL_DB= (or --db "") means "not given".
     let path = match cli.db.as_deref().filter(|p| !p.is_empty()) {
         Some(p) => DbPath::parse(p),
@@ -217,7 +262,7 @@ fn main() -> ExitCode {
         Profile::only(&families)
     };
     let app = match App::with_profile(store, profile) {
-        Ok(app) => Arc::new(app),
+        Ok(app) => app,
         Err(e) => {
             // A stored value out of its range is damage: name the file and the way out.
             let e = match e {
@@ -231,6 +276,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let app = with_embedding(app, model);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -27,5 +27,16 @@ pub use install::{
     install_model_checked, sha256_file,
 };
 
-/// Environment variable naming a model folder; the tests that need real weights read it.
+/// Environment variable naming a model folder (as `--embedding-model`); the tests that need
+/// real weights read it too.
 pub const MODEL_ENV: &str = "META_UTL_EMBEDDING_MODEL";
+
+/// Checks that `dir` is a sentence-transformers model folder this engine can load (its files
+/// and configuration), without reading the weights: milliseconds, so the server can refuse a
+/// wrong `--embedding-model` at start-up and load the weights in the background.
+///
+/// # Errors
+/// As [`Embedder::load`] for everything but the weights and the tokenizer's contents.
+pub fn check_model_dir(dir: &std::path::Path) -> Result<(), EmbeddingError> {
+    folder::Layout::read(dir).map(|_| ())
+}

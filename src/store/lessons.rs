@@ -373,14 +373,19 @@ pub fn get(db: &Db<'_>, id: Uuid) -> Result<Option<Lesson>, StoreError> {
 /// [`StoreError::Sqlite`] on SQL failure.
 pub fn active_strategies(db: &Db<'_>, key: &TaskKey) -> Result<Vec<ActiveStrategy>, StoreError> {
     let mut stmt = db.conn.prepare_cached(
-        "SELECT seq, normalised_strategy, strategy_spans FROM lessons
-         WHERE task_key = ?1 AND is_active = 1 ORDER BY seq",
+        "SELECT seq, normalised_strategy, strategy_spans, embedding_model, embedding,
+                embedding_dim
+         FROM lessons WHERE task_key = ?1 AND is_active = 1 ORDER BY seq",
     )?;
     let rows = stmt.query_map([key.as_str()], |r| {
         Ok(ActiveStrategy {
             seq: r.get(0)?,
             normalised: r.get(1)?,
             spans: r.get(2)?,
+            vector: match (r.get::<_, Option<String>>(3)?, r.get(4)?, r.get(5)?) {
+                (Some(model), Some(blob), Some(dim)) => Some((model, blob, dim)),
+                _ => None,
+            },
         })
     })?;
     Ok(rows.collect::<Result<_, _>>()?)
@@ -395,6 +400,8 @@ pub struct ActiveStrategy {
     pub normalised: String,
     /// Its word tokens' byte ranges; read them with [`ActiveStrategy::tokens`].
     spans: Vec<u8>,
+    /// The stored vector: model, BLOB, dimension (see [`super::lesson_vectors`]).
+    vector: Option<(String, Vec<u8>, i64)>,
 }
 
 impl ActiveStrategy {
@@ -404,6 +411,20 @@ impl ActiveStrategy {
     /// [`StoreError::Corrupt`] when the stored spans do not fit the strategy.
     pub fn tokens(&self) -> Result<Vec<&str>, StoreError> {
         tokens_from_spans(&self.normalised, &self.spans)
+    }
+
+    /// The lesson's stored vector when `model` produced it; `None` when it has none or another
+    /// model's.
+    ///
+    /// # Errors
+    /// [`StoreError::Corrupt`] when the stored vector is damaged.
+    pub fn vector(&self, model: &str) -> Result<Option<Vec<f32>>, StoreError> {
+        match &self.vector {
+            Some((m, blob, dim)) if m == model => {
+                super::lesson_vectors::decode(blob, *dim).map(Some)
+            }
+            _ => Ok(None),
+        }
     }
 }
 

@@ -10,6 +10,7 @@ pub mod atc;
 pub mod beliefs;
 pub mod directives;
 mod health;
+pub mod lesson_vectors;
 pub mod lessons;
 pub mod meta;
 mod open;
@@ -63,6 +64,7 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         sql: directives::MIGRATION_TASK_KEY,
         data: Some(directives::fill_task_keys),
     },
+    Migration::sql(lesson_vectors::MIGRATION_VECTORS),
 ];
 
 /// One schema step: SQL, then optionally a data step in Rust (for conversions SQL cannot

@@ -10,6 +10,7 @@ use super::registry::{Profile, ToolFamily};
 use super::{Handler, Outcome, ReadCtx, ToolError, ToolResult, WriteCtx, wire};
 use crate::protocol::jsonrpc::RpcError;
 use crate::protocol::mcp;
+use crate::semantic::Semantic;
 use crate::service::{Family, MetaLearningService};
 use crate::store::{self, Store, StoreError};
 
@@ -63,6 +64,8 @@ pub struct App {
     /// same for every request, and building it (schemas, 90 kB of JSON) per request cost time
     /// and, for a batch of them, memory.
     tools_list: [std::sync::OnceLock<std::sync::Arc<Vec<u8>>>; 2],
+    /// The embedding matcher: off until [`App::with_embedding`].
+    semantic: Semantic,
 }
 
 impl App {
@@ -89,7 +92,38 @@ impl App {
             profile,
             session: mcp::Session::default(),
             tools_list: Default::default(),
+            semantic: Semantic::off(),
         })
+    }
+
+    /// This app with `semantic` as its embedding matcher (e.g. [`Semantic::loading`], then
+    /// [`App::start_embedding`] once the app is shared).
+    pub fn with_embedding(mut self, semantic: Semantic) -> App {
+        self.semantic = semantic;
+        self
+    }
+
+    /// Loads the embedding model in `dir` on a thread of its own, then gives the stored lessons
+    /// their vectors ([`crate::semantic::load_and_backfill`]); calls that need the model wait
+    /// for the load. The app must have been built [`App::with_embedding`]`(Semantic::loading())`.
+    ///
+    /// # Errors
+    /// When the thread cannot be started; the lexical matcher is then used.
+    pub fn start_embedding(
+        self: &std::sync::Arc<App>,
+        dir: std::path::PathBuf,
+    ) -> std::io::Result<()> {
+        let app = self.clone();
+        std::thread::Builder::new()
+            .name("embedding".into())
+            .spawn(move || crate::semantic::load_and_backfill(&app.semantic, &app.store, &dir))
+            .map(|_| ())
+            .inspect_err(|_| self.semantic.finish(None))
+    }
+
+    /// The embedding matcher.
+    pub fn semantic(&self) -> &Semantic {
+        &self.semantic
     }
 
     /// The published tool families.
@@ -170,6 +204,7 @@ impl App {
             },
             ToolError::Internal(m) => CallError::Rpc(internal(tool.name, m)),
         };
+        (tool.prepare)(&self.semantic, arguments);
         // The handler reads `arguments` with wire::parse, which refuses anything but an object
         // (or nothing) with a message.
         let outcome = match tool.handler {
@@ -202,6 +237,7 @@ impl App {
                         db,
                         now: now_us(),
                         db_path: &self.db_path,
+                        semantic: &self.semantic,
                     };
                     f(&ctx, args).map(Some)
                 })?;
@@ -241,6 +277,7 @@ impl App {
                     db,
                     now: now_us(),
                     db_path: &self.db_path,
+                    semantic: &self.semantic,
                 };
                 f(&mut ctx, args)?
             };

@@ -24,6 +24,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
+use crate::semantic::Semantic;
 use crate::service::{Family, MetaLearningService};
 use crate::store::{Db, StoreError};
 pub use app::{App, CallError, ToolReply};
@@ -76,6 +77,8 @@ pub struct ReadCtx<'a> {
     pub now: DateTime<Utc>,
     /// The database path as shown to users.
     pub db_path: &'a str,
+    /// The embedding matcher (off without a model).
+    pub semantic: &'a Semantic,
 }
 
 /// What a write handler sees.
@@ -88,6 +91,8 @@ pub struct WriteCtx<'a> {
     pub now: DateTime<Utc>,
     /// The database path as shown to users.
     pub db_path: &'a str,
+    /// The embedding matcher (off without a model).
+    pub semantic: &'a Semantic,
 }
 
 /// Examples larger than this are kept out of `tools/list` (see [`Tool::to_json`]).
@@ -138,6 +143,12 @@ pub trait ToolDef: 'static {
     /// Valid arguments that succeed on an empty database (registry tests, published as the
     /// input schema's `examples` when small).
     fn example() -> Value;
+    /// Work to do before the call's transaction begins, on the raw arguments (which may be
+    /// invalid: the run still parses them): e.g. embed a strategy into `semantic`'s cache so
+    /// that no lock is held while the model runs. Default: nothing.
+    fn prepare(semantic: &Semantic, args: &Value) {
+        let _ = (semantic, args);
+    }
 }
 
 /// A tool that only reads; it may run concurrently with other reads.
@@ -229,6 +240,8 @@ pub struct Tool {
     pub handler: Handler,
     /// Valid example arguments, used by the registry tests and the client test.
     pub example: fn() -> Value,
+    /// Work before the transaction ([`ToolDef::prepare`]).
+    pub prepare: fn(&Semantic, &Value),
 }
 
 impl Tool {
@@ -244,6 +257,7 @@ impl Tool {
             annotations: T::ANNOTATIONS,
             handler: Handler::Read(read_handler::<T>),
             example: T::example,
+            prepare: T::prepare,
         }
     }
 
@@ -259,6 +273,7 @@ impl Tool {
             annotations: T::ANNOTATIONS,
             handler: Handler::Write(write_handler::<T>, T::FAMILIES),
             example: T::example,
+            prepare: T::prepare,
         }
     }
 

@@ -53,6 +53,10 @@ impl Server {
             .arg(db)
             .args(extra)
             .env_remove("META_UTL_DB")
+            // The lexical matcher unless a test passes `--embedding-model DIR` (which wins over
+            // the environment): CI exports a model folder for the semantic tests, and a
+            // developer may have one installed in the default folder.
+            .env("META_UTL_EMBEDDING_MODEL", "off")
             .env("RUST_LOG", "warn")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -268,6 +272,7 @@ pub fn pipe(db: &Path, input: &[u8]) -> (ExitStatus, Vec<String>, String) {
         .arg("--db")
         .arg(db)
         .env_remove("META_UTL_DB")
+        .env("META_UTL_EMBEDDING_MODEL", "off")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -15,6 +15,7 @@ pub mod guard;
 pub mod lexical;
 pub mod matching;
 pub mod text;
+pub mod vectors;
 
 use chrono::{DateTime, Utc};
 use thiserror::Error;

@@ -6,17 +6,30 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::{ArgumentCode, Failure, Flag, LessonOut, Reply};
-use crate::service::lessons::matching::{Decision, LEXICAL_THRESHOLD, decide_lexical};
+use std::sync::Arc;
+
+use crate::semantic::{Model, Semantic};
+use crate::service::lessons::matching::{
+    Candidate, Decision, LEXICAL_THRESHOLD, decide, decide_lexical,
+};
+use crate::service::lessons::vectors::{EMBEDDING_THRESHOLD, cosine_score};
 use crate::service::lessons::{
     MAX_ID_CHARS, MAX_STRATEGY_CHARS, MatchType, RELATED_LESSONS, TaskKey, proposal, query_terms,
 };
 use crate::store::StoreError;
-use crate::store::lessons as lesson_store;
+use crate::store::lesson_vectors;
+use crate::store::lessons::{self as lesson_store, ActiveStrategy};
 use crate::tools::wire::{NonBlank, OneOf, Text, Validate};
 use crate::tools::{Annotations, Answer, ReadCtx, ReadTool, ToolDef, ToolError};
 
 /// At most this many distinct terms of a proposal go into the related-lessons query.
 const MAX_QUERY_TERMS: usize = 64;
+/// With a model, the index is asked for this many times [`RELATED_LESSONS`] candidates, of
+/// which the inactive ones are dropped.
+const RELATED_OVERFETCH: usize = 4;
+/// With a model, related lessons scoring below this cosine are left out: on the development
+/// set, pairs labelled `unrelated` score under it (see `tests/blacklist_eval.rs`).
+pub const RELATED_MIN_SCORE: f64 = 0.3;
 
 /// `check_strategy_blacklist`.
 pub struct CheckStrategyBlacklist;
@@ -32,8 +45,8 @@ pub struct CheckInput {
     /// blacklisted.
     pub strategy: Text<MAX_STRATEGY_CHARS>,
     /// Optional, leave out unless you also want advice from other tasks: true adds
-    /// `related_lessons`, active lessons of other tasks that share words with the strategy.
-    /// They are advisory and never blacklist.
+    /// `related_lessons`, active lessons of other tasks close to the strategy. They are
+    /// advisory and never blacklist.
     #[schemars(extend("default" = false))]
     pub include_related: Option<bool>,
 }
@@ -139,13 +152,21 @@ pub struct NearMissOut {
     pub explanation: String,
 }
 
-/// A lesson of another task that shares words with the strategy.
+/// A lesson of another task close to the strategy.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct Related {
     /// The lesson.
     pub lesson: LessonOut,
-    /// Full-text relevance (SQLite FTS5 bm25; lower is more relevant).
-    pub bm25: f64,
+    /// With the embedding matcher: the lesson's similarity to the strategy, 0 to 1 (higher
+    /// is closer).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "f64", range(min = 0, max = 1))]
+    pub score: Option<f64>,
+    /// With the lexical matcher: full-text relevance (SQLite FTS5 bm25; lower is more
+    /// relevant).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "f64")]
+    pub bm25: Option<f64>,
     /// Always true: a related lesson does not blacklist anything.
     pub advisory: Flag<true>,
 }
@@ -168,7 +189,7 @@ impl ToolDef for CheckStrategyBlacklist {
              lesson and its score, and near_misses lists lessons that look alike but reverse \
              your strategy or change its target (e.g. increase vs decrease a timeout): read \
              them, then decide. include_related: true also returns up to {RELATED_LESSONS} \
-             lessons of other tasks with words in common; they are advice only and never \
+             lessons of other tasks close to your strategy; they are advice only and never \
              blacklist."
         )
     }
@@ -183,6 +204,12 @@ impl ToolDef for CheckStrategyBlacklist {
     fn example() -> Value {
         json!({"task_id": "TASK-42", "strategy": "Mock the database layer", "include_related": true})
     }
+
+    fn prepare(semantic: &Semantic, args: &Value) {
+        if let Some(strategy) = args.get("strategy").and_then(Value::as_str) {
+            semantic.warm(strategy);
+        }
+    }
 }
 
 impl ReadTool for CheckStrategyBlacklist {
@@ -194,11 +221,31 @@ impl ReadTool for CheckStrategyBlacklist {
         let key = TaskKey::of(input.task_id.as_str());
         // Only the task's active strategies are read; whole lessons only for the answer.
         let candidates = lesson_store::active_strategies(ctx.db, &key)?;
-        let tokenised = candidates
+        let tokens = candidates
             .iter()
-            .map(|c| Ok((c.normalised.as_str(), c.tokens()?)))
+            .map(ActiveStrategy::tokens)
             .collect::<Result<Vec<_>, StoreError>>()?;
-        let decision = decide_lexical(&proposal, tokenised);
+        let semantic = embedding_scores(ctx, &input.strategy.0, &candidates)?;
+        let (decision, matcher) = match &semantic {
+            Some((model, _, scores)) => {
+                let lessons = candidates.iter().zip(tokens).zip(scores);
+                let lessons = lessons.map(|((c, tokens), &score)| Candidate {
+                    normalised: &c.normalised,
+                    tokens,
+                    score,
+                });
+                let matcher = Matcher {
+                    kind: MatcherKind::Embedding,
+                    model: Some(model.id().to_owned()),
+                    threshold: EMBEDDING_THRESHOLD,
+                };
+                (decide(&proposal, lessons, EMBEDDING_THRESHOLD), matcher)
+            }
+            None => {
+                let lessons = candidates.iter().map(|c| c.normalised.as_str()).zip(tokens);
+                (decide_lexical(&proposal, lessons), Matcher::default())
+            }
+        };
         let lesson = |i: usize| -> Result<LessonOut, ToolError> {
             let l = lesson_store::get_by_seq(ctx.db, candidates[i].seq)?.ok_or_else(|| {
                 ToolError::Internal("a matched lesson vanished inside its transaction".into())
@@ -206,22 +253,119 @@ impl ReadTool for CheckStrategyBlacklist {
             Ok((&l).into())
         };
         let mut out = verdict(&decision, lesson)?;
+        out.matcher = matcher;
         if input.include_related == Some(true) {
-            let terms = query_terms(&input.strategy.0, MAX_QUERY_TERMS);
-            let related = lesson_store::related(ctx.db, &key, &terms, RELATED_LESSONS)?;
-            out.related_lessons = Some(
-                related
-                    .iter()
-                    .map(|(l, bm25)| Related {
-                        lesson: l.into(),
-                        bm25: *bm25,
-                        advisory: Flag,
-                    })
-                    .collect(),
-            );
+            out.related_lessons = Some(match &semantic {
+                Some((model, query, _)) => related_by_vector(ctx, model, query, &key)?,
+                None => related_by_terms(ctx, &input.strategy.0, &key)?,
+            });
         }
         Ok(Reply::done(out))
     }
+}
+
+/// The proposal's vector and its cosine score against each candidate, when a model is loaded.
+/// Candidates without a stored vector of this model (logged before it was installed, and not
+/// yet back-filled) are embedded now. `None` (the lexical matcher decides) without a model, or
+/// when the engine fails (logged).
+type Scored = Option<(Arc<Model>, Arc<[f32]>, Vec<f64>)>;
+
+fn embedding_scores(
+    ctx: &ReadCtx<'_>,
+    strategy: &str,
+    candidates: &[ActiveStrategy],
+) -> Result<Scored, ToolError> {
+    let Some(model) = ctx.semantic.model() else {
+        return Ok(None);
+    };
+    let stored = candidates
+        .iter()
+        .map(|c| c.vector(model.id()))
+        .collect::<Result<Vec<_>, StoreError>>()?;
+    let missing: Vec<&str> = candidates
+        .iter()
+        .zip(&stored)
+        .filter(|(_, v)| v.is_none())
+        .map(|(c, _)| c.normalised.as_str())
+        .collect();
+    let embedded = ctx.semantic.embed(&model, strategy).and_then(|query| {
+        let fresh = model.embed(&missing)?;
+        Ok((query, fresh))
+    });
+    let (query, fresh) = match embedded {
+        Ok(v) => v,
+        Err(e) => {
+            tracing::warn!(error = %e, "embedding failed; this check used the lexical matcher");
+            return Ok(None);
+        }
+    };
+    let mut fresh = fresh.into_iter();
+    let scores = stored
+        .into_iter()
+        .map(|v| {
+            let v = v.or_else(|| fresh.next()).unwrap_or_default();
+            cosine_score(&query, &v)
+        })
+        .collect();
+    Ok(Some((model, query, scores)))
+}
+
+/// Other tasks' active lessons nearest to the proposal's vector, most similar first, at most
+/// [`RELATED_LESSONS`] and none below [`RELATED_MIN_SCORE`].
+fn related_by_vector(
+    ctx: &ReadCtx<'_>,
+    model: &Model,
+    query: &[f32],
+    key: &TaskKey,
+) -> Result<Vec<Related>, ToolError> {
+    // Inactive lessons are in the index: ask for more than needed, then keep the active ones.
+    let nearest = ctx.semantic.nearest(
+        ctx.db,
+        model,
+        query,
+        key.as_str(),
+        RELATED_LESSONS * RELATED_OVERFETCH,
+    )?;
+    let mut out = Vec::new();
+    for (seq, _) in nearest {
+        let (Some(lesson), Some(v)) = (
+            lesson_store::get_by_seq(ctx.db, seq)?,
+            lesson_vectors::vector(ctx.db, seq, model.id())?,
+        ) else {
+            continue;
+        };
+        let score = cosine_score(query, &v);
+        if lesson.is_active && score >= RELATED_MIN_SCORE {
+            out.push(Related {
+                lesson: (&lesson).into(),
+                score: Some(score),
+                bm25: None,
+                advisory: Flag,
+            });
+        }
+    }
+    out.sort_by(|a, b| b.score.unwrap_or(0.0).total_cmp(&a.score.unwrap_or(0.0)));
+    out.truncate(RELATED_LESSONS);
+    Ok(out)
+}
+
+/// Other tasks' active lessons sharing words with the strategy, by FTS5 bm25.
+fn related_by_terms(
+    ctx: &ReadCtx<'_>,
+    strategy: &str,
+    key: &TaskKey,
+) -> Result<Vec<Related>, ToolError> {
+    let terms = query_terms(strategy, MAX_QUERY_TERMS);
+    let related = lesson_store::related(ctx.db, key, &terms, RELATED_LESSONS)?;
+    Ok(related
+        .iter()
+        .map(|(l, bm25)| Related {
+            lesson: l.into(),
+            score: None,
+            bm25: Some(*bm25),
+            advisory: Flag,
+        })
+        .collect())
 }
 
 /// The answer's verdict from a decision, with `lesson(i)` reading the `i`-th candidate.
