@@ -378,6 +378,7 @@ fn as_nobody(db: &Path) -> Option<Output> {
         ])
         .arg(db)
         .env_remove("META_UTL_DB")
+        .env("META_UTL_EMBEDDING_MODEL", "off")
         .stdin(Stdio::null())
         .output();
     match out {
@@ -473,6 +474,7 @@ fn an_sqlite_uri_is_refused_not_opened() {
     std::fs::create_dir(&work).unwrap();
     let uri = format!("file:{}/u.db?cache=private", dir.path().display());
     let out = Command::new(bin())
+        .env("META_UTL_EMBEDDING_MODEL", "off")
         .args(["--db", &uri])
         .current_dir(&work)
         .env_remove("META_UTL_DB")

@@ -115,6 +115,7 @@ fn peak_rss_while_flooded(lines: Vec<Vec<u8>>) -> Option<u64> {
     peak_rss(std::process::id())?;
     let dir = tempfile::tempdir().unwrap();
     let mut child = Command::new(common::bin())
+        .env("META_UTL_EMBEDDING_MODEL", "off")
         .arg("--db")
         .arg(dir.path().join("state.db"))
         .env("RUST_LOG", "warn")

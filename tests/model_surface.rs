@@ -147,6 +147,7 @@ fn a_profile_publishes_and_accepts_only_its_families() {
     let mut s = Server::start();
     assert_eq!(names(&mut s).len(), 16);
     let out = std::process::Command::new(common::bin())
+        .env("META_UTL_EMBEDDING_MODEL", "off")
         .args(["--db", ":memory:"])
         .env("META_UTL_TOOLS", "utl")
         .stdin(std::process::Stdio::piped())
@@ -173,6 +174,7 @@ fn a_profile_publishes_and_accepts_only_its_families() {
 
     // An unknown family is refused at start-up, naming the allowed ones.
     let out = std::process::Command::new(common::bin())
+        .env("META_UTL_EMBEDDING_MODEL", "off")
         .args(["--db", ":memory:", "--tools", "lessons,memory"])
         .stdin(std::process::Stdio::null())
         .output()

@@ -101,6 +101,7 @@ fn kill_9_loses_nothing_that_was_answered() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("state.db");
     let mut child = Command::new(bin())
+        .env("META_UTL_EMBEDDING_MODEL", "off")
         .arg("--db")
         .arg(&db)
         .stdin(Stdio::piped())
@@ -197,6 +198,7 @@ fn new_files_are_private_to_the_owner() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data-home");
     let out = Command::new(bin())
+        .env("META_UTL_EMBEDDING_MODEL", "off")
         .env("XDG_DATA_HOME", &data)
         .env_remove("META_UTL_DB")
         .stdin(Stdio::null())
@@ -263,6 +265,7 @@ fn the_database_path_comes_from_the_flag_or_the_environment() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("from-env.db");
     let out = Command::new(bin())
+        .env("META_UTL_EMBEDDING_MODEL", "off")
         .env("META_UTL_DB", &db)
         .stdin(Stdio::null())
         .output()

@@ -767,6 +767,7 @@ mod tests {
                         "directive_history_created",
                         "directive_history_task_key",
                         "lessons_active_by_key",
+                        "lessons_embedding_rev",
                         "lessons_task_key_strategy"
                     ]
                 );
