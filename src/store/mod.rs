@@ -6,6 +6,7 @@
 //! writes and reloads that family before using it (see [`sync`]). Schema changes are numbered
 //! migrations keyed by `PRAGMA user_version`, applied at start-up inside one transaction.
 
+pub mod admin;
 pub mod atc;
 pub mod beliefs;
 pub mod directives;
