@@ -7,9 +7,12 @@
 //! - [`tools`]: the tool registry, argument parsing, and one file per tool family.
 //! - [`service`]: the `MetaLearningService` facade and the numerics (no I/O, no JSON, no SQL).
 //! - [`store`]: SQLite persistence; the only module with SQL.
+//! - [`console`]: the operator's console (`status`, `lessons`, `export`, `report`, …), the
+//!   subcommands a person runs; reads and writes through the same transactions as the tools.
 //! - `embedding` (feature `embedding`): local sentence embeddings (BERT on the CPU) and installing the model; reads
 //!   model files, never the network.
 
+pub mod console;
 #[cfg(feature = "embedding")]
 pub mod embedding;
 pub mod protocol;

@@ -7,9 +7,9 @@ use std::sync::Arc;
 use clap::{Parser, Subcommand};
 #[cfg(feature = "embedding")]
 use meta_utl_mcp::embedding;
-use meta_utl_mcp::server;
 use meta_utl_mcp::store::{DbPath, Store, StoreError};
 use meta_utl_mcp::tools::{App, Profile, ToolFamily};
+use meta_utl_mcp::{console, server};
 use tracing_subscriber::EnvFilter;
 
 /// A stdio MCP server that gives coding agents a memory that corrects itself.
@@ -43,13 +43,17 @@ struct Cli {
           value_parser = clap::value_parser!(u32).range(1..=36_500))]
     event_retention_days: u32,
 
-    /// Without a command, serve MCP on stdio.
+    /// Without a command, serve MCP on stdio (as `serve` does).
     #[command(subcommand)]
     command: Option<Command>,
 }
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Serve MCP on stdio (what the bare binary does; MCP clients start it so).
+    Serve,
+    #[command(flatten)]
+    Console(console::Command),
     /// Manage the sentence-embedding model (needs a build with the `embedding` feature).
     #[command(subcommand)]
     Model(ModelCommand),
@@ -152,8 +156,12 @@ fn main() -> ExitCode {
         }
     };
     let cli = Cli::parse();
-    if let Some(Command::Model(ModelCommand::Install { from, to })) = cli.command {
-        return model_install(&from, to);
+    match cli.command {
+        Some(Command::Model(ModelCommand::Install { from, to })) => {
+            return model_install(&from, to);
+        }
+        Some(Command::Console(command)) => return console::run(command, cli.db.as_deref()),
+        Some(Command::Serve) | None => {}
     }
     let filter = match &cli.log_level {
         Some(level) => EnvFilter::try_new(level),
