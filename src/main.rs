@@ -18,7 +18,7 @@ use tracing_subscriber::EnvFilter;
 struct Cli {
     /// Database file, or `:memory:` for a throwaway run.
     /// [default: $XDG_DATA_HOME/meta-utl-mcp/state.db, else ~/.local/share/meta-utl-mcp/state.db]
-    #[arg(long, env = "META_UTL_DB", value_name = "PATH")]
+    #[arg(long, env = "META_UTL_DB", value_name = "PATH", global = true)]
     db: Option<String>,
 
     /// Log level or filter for stderr logs (error, warn, info, debug, trace, or a RUST_LOG-style

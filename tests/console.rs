@@ -537,3 +537,173 @@ fn plant_bad_temperature(db: &Path) {
         .unwrap();
     assert_eq!(n, 1, "no temperature row to change");
 }
+
+/// The Chromium binary, if installed.
+fn chromium() -> Option<PathBuf> {
+    ["chromium", "chromium-browser", "google-chrome"]
+        .iter()
+        .find_map(|name| {
+            std::env::var_os("PATH").and_then(|paths| {
+                std::env::split_paths(&paths)
+                    .map(|d| d.join(name))
+                    .find(|p| p.is_file())
+            })
+        })
+}
+
+/// What headless Chromium made of a page: its DOM after loading, the console messages it
+/// logged at warning level or above, and a screenshot.
+struct Rendered {
+    dom: String,
+    console_errors: Vec<String>,
+    screenshot: Vec<u8>,
+}
+
+/// Load `page` in headless Chromium (no network: the page must need none), dump its DOM and
+/// take a `width`×`height` screenshot.
+fn render(browser: &Path, page: &Path, width: u32, height: u32) -> Rendered {
+    let dir = tempfile::tempdir().unwrap();
+    let shot = dir.path().join("shot.png");
+    let url = format!("file://{}", page.display());
+    let run = |extra: &[String]| {
+        let profile = tempfile::tempdir().unwrap();
+        Command::new(browser)
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--hide-scrollbars",
+                "--enable-logging=stderr",
+                "--v=0",
+            ])
+            .arg(format!("--user-data-dir={}", profile.path().display()))
+            .args(extra)
+            .arg(&url)
+            .output()
+            .expect("run chromium")
+    };
+    let dom = run(&["--dump-dom".to_string()]);
+    assert!(
+        dom.status.success(),
+        "chromium --dump-dom failed: {}",
+        String::from_utf8_lossy(&dom.stderr)
+    );
+    let shot_run = run(&[
+        format!("--screenshot={}", shot.display()),
+        format!("--window-size={width},{height}"),
+    ]);
+    assert!(shot_run.status.success(), "chromium --screenshot failed");
+    // Chromium logs a page's console messages as `…:CONSOLE(line)] "message", source: …`.
+    let console_errors = [&dom.stderr, &shot_run.stderr]
+        .iter()
+        .flat_map(|e| {
+            String::from_utf8_lossy(e)
+                .lines()
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        })
+        .filter(|l| l.contains("CONSOLE") || l.contains("Uncaught") || l.contains("Failed to load"))
+        .collect();
+    Rendered {
+        dom: String::from_utf8_lossy(&dom.stdout).into_owned(),
+        console_errors,
+        screenshot: std::fs::read(&shot).unwrap_or_default(),
+    }
+}
+
+#[test]
+fn the_report_is_one_page_of_plots_that_chromium_renders_without_errors() {
+    let mut s = seeded();
+    let db = s.db.clone();
+    // One acknowledged escalation, so that the λ plot marks both kinds.
+    ok(
+        &db,
+        &[
+            "escalations",
+            "ack",
+            "--rationale",
+            "Reviewed the mislabelled outcomes",
+        ],
+    );
+    let id = blocked_lesson_id(&db);
+    ok(&db, &["lessons", "lift", &id, "--rationale", "Rewritten"]);
+    assert_eq!(demo::escalation_status(&mut s), "normal");
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("report.html");
+    let said = ok(&db, &["report", "--out", page.to_str().unwrap()]);
+    assert!(said.contains("Wrote"), "{said}");
+    let html = std::fs::read_to_string(&page).unwrap();
+    // Self-contained: nothing fetched, no script.
+    for banned in ["<script", "http://", "https://", "src=", "<link", "@import"] {
+        let found = html.replace("http://www.w3.org/2000/svg", "");
+        assert!(!found.contains(banned), "the page holds {banned:?}");
+    }
+    // The plots: a reliability diagram per embedder with data (3), ECE over time, λ_s over
+    // time, the arms of the two domains with pulls, lessons over time, the directive timeline.
+    assert_eq!(
+        html.matches("<svg").count(),
+        3 + 1 + 1 + 2 + 1 + 1,
+        "plots in the page"
+    );
+    for want in [
+        "E1_Semantic",
+        "E5_Causal",
+        "E7_Code",
+        "ECE over time",
+        "λ_s over time",
+        "human_escalation",
+        "self_healing",
+        "Code · ",
+        "Medical · ",
+        "LOGIC_ERROR",
+        "Directive timeline",
+    ] {
+        assert!(html.contains(want), "the report lacks {want:?}");
+    }
+
+    let Some(browser) = chromium() else {
+        eprintln!("SKIPPED the Chromium rendering: no chromium on PATH (apt-get install chromium)");
+        return;
+    };
+    let r = render(&browser, &page, 1280, 2750);
+    assert!(
+        r.console_errors.is_empty(),
+        "console errors: {:#?}",
+        r.console_errors
+    );
+    assert!(
+        r.dom.contains("<title>meta-utl-mcp report</title>"),
+        "the page did not load"
+    );
+    assert_eq!(
+        r.dom.matches("<svg").count(),
+        9,
+        "plots in the rendered DOM"
+    );
+    assert!(
+        r.dom.matches("<text").count() > 100,
+        "the plots have no text"
+    );
+    assert!(r.screenshot.starts_with(b"\x89PNG"), "no screenshot");
+    if let Some(dest) = std::env::var_os("CONSOLE_REPORT_SCREENSHOT") {
+        std::fs::write(&dest, &r.screenshot).unwrap();
+    }
+
+    // The check itself sees a console error and a failed load when there is one.
+    let bad = dir.path().join("bad.html");
+    std::fs::write(
+        &bad,
+        "<!DOCTYPE html><title>x</title><script>console.error('broken plot')</script>",
+    )
+    .unwrap();
+    let r = render(&browser, &bad, 400, 300);
+    assert!(
+        r.console_errors.iter().any(|l| l.contains("broken plot")),
+        "a console error went unseen"
+    );
+}

@@ -215,7 +215,7 @@ pub fn open_app(path: &DbPath) -> Result<App, ConsoleError> {
 /// Run one console command on the database `db` (`--db`), writing to stdout; errors go to
 /// stderr. Exit status: 0 done, 1 `check` found damage, 2 failure (the message says why).
 pub fn run(cmd: Command, db: Option<&str>) -> ExitCode {
-    let mut out = Out::stdout();
+    let mut out = Out::standard();
     let result = db_path(db).and_then(|path| dispatch(cmd, &path, &mut out));
     let flushed = out.flush();
     match result.and_then(|code| flushed.map(|()| code)) {

@@ -49,7 +49,7 @@ pub struct Out {
 impl Out {
     /// Standard output: coloured and wrapped to the terminal's width (`COLUMNS`, else 120)
     /// only when it is a terminal and `NO_COLOR` is unset or empty.
-    pub fn stdout() -> Out {
+    pub fn standard() -> Out {
         let stdout = std::io::stdout();
         let terminal = stdout.is_terminal();
         let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());

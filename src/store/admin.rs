@@ -79,6 +79,9 @@ pub fn stats(db: &Db<'_>) -> Result<Stats, StoreError> {
     })
 }
 
+/// One range validation of [`check`]: a loader run for its errors.
+type ValueCheck<'a> = dyn Fn() -> Result<(), StoreError> + 'a;
+
 /// What [`check`] found.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct CheckReport {
@@ -130,6 +133,10 @@ fn existing_file(path: &DbPath) -> Result<(PathBuf, String), StoreError> {
         Ok(_) => Err(StoreError::NotAFile {
             path: shown,
             kind: "not a regular file",
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(StoreError::NotAFile {
+            path: shown,
+            kind: "it does not exist",
         }),
         Err(e) => Err(StoreError::Unwritable {
             path: shown,
@@ -218,7 +225,7 @@ pub fn check(path: &DbPath) -> Result<CheckReport, StoreError> {
         }
         report.values_checked = true;
         let db = Db { conn: &conn };
-        let checks: [(&str, &dyn Fn() -> Result<(), StoreError>); 5] = [
+        let checks: [(&str, &ValueCheck<'_>); 5] = [
             ("cached state", &|| {
                 super::sync(&db, &mut MetaLearningService::new())
             }),

@@ -452,7 +452,7 @@ pub struct Recorded {
 
 /// Lift (`active = false`) or restore (`true`) lesson `id` and record it in the directive
 /// history as an `OVERRIDE` by `actor`, with the note of
-/// [`activation`](crate::service::lessons::activation) (which lesson, what happened, and
+/// [`crate::service::lessons::activation`] (which lesson, what happened, and
 /// `rationale`). This is all of `set_lesson_active`'s effect, shared with the operator's
 /// console; call inside a write transaction. `None` when there is no such lesson (nothing is
 /// written).

@@ -83,14 +83,22 @@ pub fn seed(s: &mut Server) {
         let dc = 0.2 + 0.6 * rng.next();
         s.tool_ok(
             "record_prediction",
-            json!({"embedder_index": i % 3, "predicted": 0.9, "actual": 0.2 + 0.1 * rng.next(),
+            json!({"embedder_index": i % 3, "predicted": 0.75, "actual": 0.3 + 0.1 * rng.next(),
                    "delta_s": ds, "delta_c": dc, "domain": "code"}),
         );
     }
+    // Then low accuracy in both directions (|error| 0.4), without ΔS/ΔC: λ wanders by the
+    // seed rule, and every tenth prediction a Bayesian run fails; the third failure escalates
+    // to a human.
     for i in 0..30 {
+        let (predicted, actual) = if rng.next() < 0.55 {
+            (0.8, 0.4)
+        } else {
+            (0.2, 0.6)
+        };
         s.tool_ok(
             "record_prediction",
-            json!({"embedder_index": i % 4, "predicted": 0.85, "actual": 0.3}),
+            json!({"embedder_index": i % 4, "predicted": predicted, "actual": actual}),
         );
     }
     let now = Utc::now();

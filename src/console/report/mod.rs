@@ -30,6 +30,12 @@ pub const ECE_BUCKETS: usize = 12;
 /// samples is noise).
 pub const MIN_BUCKET_SAMPLES: usize = 10;
 
+/// [`plots::PALETTE`] index of raw confidences (vermillion) in every plot.
+pub const RAW_COLOR: usize = 5;
+
+/// [`plots::PALETTE`] index of temperature-calibrated confidences (blue) in every plot.
+pub const CALIBRATED_COLOR: usize = 0;
+
 /// Everything the report draws, read in one transaction.
 pub struct ReportData {
     /// The database, as shown.
@@ -159,11 +165,13 @@ fn ece_over_time(d: &ReportData) -> Result<Option<String>, String> {
             name: "raw".into(),
             points: raw,
             steps: false,
+            color: RAW_COLOR,
         },
         Series {
             name: "temperature-calibrated (current T)".into(),
             points: cal,
             steps: false,
+            color: CALIBRATED_COLOR,
         },
     ];
     plots::over_time(
@@ -191,7 +199,7 @@ fn lambda_over_time(d: &ReportData) -> Result<Option<String>, String> {
     points.push((secs(d.made_at), d.lambda_s));
     let marks = [
         (EventType::BayesianEscalation, 1usize),
-        (EventType::HumanEscalation, 5),
+        (EventType::HumanEscalation, 3),
         (EventType::SelfHealing, 2),
     ];
     let markers: Vec<Marker> = d
@@ -213,6 +221,7 @@ fn lambda_over_time(d: &ReportData) -> Result<Option<String>, String> {
         name: "λ_s".into(),
         points,
         steps: true,
+        color: 0,
     }];
     plots::over_time("λ_s over time", "λ_s", 0.0..1.0, &series, &markers, &legend).map(Some)
 }
@@ -243,7 +252,7 @@ fn lessons_over_time(d: &ReportData) -> Result<Option<String>, String> {
         return Ok(None);
     }
     let mut series = Vec::new();
-    for ft in FailureType::ALL {
+    for (i, ft) in FailureType::ALL.into_iter().enumerate() {
         let mut n = 0.0;
         let points: Vec<(f64, f64)> = d
             .lessons
@@ -259,6 +268,7 @@ fn lessons_over_time(d: &ReportData) -> Result<Option<String>, String> {
                 name: ft.as_str().into(),
                 points,
                 steps: true,
+                color: i,
             });
         }
     }

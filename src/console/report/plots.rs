@@ -28,10 +28,21 @@ pub fn secs(t: DateTime<Utc>) -> f64 {
     t.timestamp_micros() as f64 / 1e6
 }
 
-/// A time axis label for `x` seconds since the epoch, to the minute, in UTC.
-fn time_label(x: &f64) -> String {
-    DateTime::from_timestamp(*x as i64, 0)
-        .map(|t| t.format("%m-%d %H:%M").to_string())
+/// The format of time-axis labels for an axis spanning `range` seconds: milliseconds for
+/// a span under 20 s, seconds under ten minutes, minutes under two days, else days (UTC).
+fn time_format(range: &std::ops::Range<f64>) -> &'static str {
+    match range.end - range.start {
+        s if s < 20.0 => "%H:%M:%S%.3f",
+        s if s < 600.0 => "%H:%M:%S",
+        s if s < 2.0 * 86_400.0 => "%m-%d %H:%M",
+        _ => "%Y-%m-%d",
+    }
+}
+
+/// A time-axis label for `x` seconds since the epoch, in `format`.
+fn time_label(x: f64, format: &str) -> String {
+    DateTime::from_timestamp_micros((x * 1e6).round() as i64)
+        .map(|t| t.format(format).to_string())
         .unwrap_or_default()
 }
 
@@ -43,7 +54,7 @@ fn span(xs: impl Iterator<Item = f64>) -> std::ops::Range<f64> {
     if !lo.is_finite() {
         return 0.0..1.0;
     }
-    let pad = ((hi - lo) * 0.04).max(60.0);
+    let pad = ((hi - lo) * 0.04).max(0.5);
     (lo - pad)..(hi + pad)
 }
 
@@ -106,7 +117,11 @@ pub fn reliability(
             .into_iter()
             .enumerate()
         {
-            let c = PALETTE[if i == 0 { 5 } else { 0 }];
+            let c = PALETTE[if i == 0 {
+                super::RAW_COLOR
+            } else {
+                super::CALIBRATED_COLOR
+            }];
             let xy: Vec<(f64, f64)> = points.iter().map(|p| (p.0, p.1)).collect();
             chart
                 .draw_series(LineSeries::new(xy.clone(), c.stroke_width(2)))
@@ -138,6 +153,8 @@ pub struct Series {
     pub points: Vec<(f64, f64)>,
     /// Drawn as steps (a count that changes at each point) rather than straight segments.
     pub steps: bool,
+    /// Index into [`PALETTE`].
+    pub color: usize,
 }
 
 /// A vertical marker at a time.
@@ -174,11 +191,12 @@ pub fn over_time(
             .y_label_area_size(48)
             .build_cartesian_2d(x.clone(), y.clone())
             .map_err(err)?;
+        let format = time_format(&x);
         chart
             .configure_mesh()
             .x_labels(7)
             .y_labels(6)
-            .x_label_formatter(&time_label)
+            .x_label_formatter(&|v| time_label(*v, format))
             .x_desc("time (UTC)")
             .y_desc(y_desc)
             .light_line_style(RGBColor(238, 238, 238))
@@ -203,8 +221,8 @@ pub fn over_time(
                     PathElement::new([(x + 8, y - 6), (x + 8, y + 6)], c.stroke_width(2))
                 });
         }
-        for (i, s) in series.iter().enumerate() {
-            let c = PALETTE[i % PALETTE.len()];
+        for s in series {
+            let c = PALETTE[s.color % PALETTE.len()];
             let mut pts = Vec::with_capacity(s.points.len() * 2);
             for (k, p) in s.points.iter().enumerate() {
                 if s.steps && k > 0 {
@@ -306,6 +324,7 @@ pub fn timeline(title: &str, rows: &[&str], points: &[(f64, usize)]) -> DrawResu
         let root = SVGBackend::with_string(&mut svg, (780, 240)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
         let x = span(points.iter().map(|p| p.0));
+        let format = time_format(&x);
         let label = |y: &f64| {
             let i = y.round();
             if (y - i).abs() < 1e-9 && i >= 0.0 {
@@ -325,7 +344,7 @@ pub fn timeline(title: &str, rows: &[&str], points: &[(f64, usize)]) -> DrawResu
             .configure_mesh()
             .x_labels(7)
             .y_labels(rows.len() * 2 + 1)
-            .x_label_formatter(&time_label)
+            .x_label_formatter(&|v| time_label(*v, format))
             .y_label_formatter(&label)
             .x_desc("time (UTC)")
             .light_line_style(RGBColor(238, 238, 238))
