@@ -9,9 +9,12 @@
 //! - [`store`]: SQLite persistence; the only module with SQL.
 //! - [`semantic`]: the embedding matcher at run time (model loading, back-fill, the
 //!   related-lessons index); off without a model.
+//! - [`console`]: the operator's console (`status`, `lessons`, `export`, `report`, …), the
+//!   subcommands a person runs; reads and writes through the same transactions as the tools.
 //! - `embedding` (feature `embedding`): local sentence embeddings (BERT on the CPU) and installing the model; reads
 //!   model files, never the network.
 
+pub mod console;
 #[cfg(feature = "embedding")]
 pub mod embedding;
 pub mod protocol;

@@ -8,9 +8,9 @@ use clap::{Parser, Subcommand};
 #[cfg(feature = "embedding")]
 use meta_utl_mcp::embedding;
 use meta_utl_mcp::semantic::{self, ModelChoice, Semantic};
-use meta_utl_mcp::server;
 use meta_utl_mcp::store::{DbPath, Store, StoreError};
 use meta_utl_mcp::tools::{App, Profile, ToolFamily};
+use meta_utl_mcp::{console, server};
 use tracing_subscriber::EnvFilter;
 
 /// A stdio MCP server that gives coding agents a memory that corrects itself.
@@ -19,7 +19,7 @@ use tracing_subscriber::EnvFilter;
 struct Cli {
     /// Database file, or `:memory:` for a throwaway run.
     /// [default: $XDG_DATA_HOME/meta-utl-mcp/state.db, else ~/.local/share/meta-utl-mcp/state.db]
-    #[arg(long, env = "META_UTL_DB", value_name = "PATH")]
+    #[arg(long, env = "META_UTL_DB", value_name = "PATH", global = true)]
     db: Option<String>,
 
     /// Log level or filter for stderr logs (error, warn, info, debug, trace, or a RUST_LOG-style
@@ -51,13 +51,17 @@ struct Cli {
     #[arg(long, env = "META_UTL_EMBEDDING_MODEL", value_name = "DIR|off")]
     embedding_model: Option<String>,
 
-    /// Without a command, serve MCP on stdio.
+    /// Without a command, serve MCP on stdio (as `serve` does).
     #[command(subcommand)]
     command: Option<Command>,
 }
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Serve MCP on stdio (what the bare binary does; MCP clients start it so).
+    Serve,
+    #[command(flatten)]
+    Console(console::Command),
     /// Manage the sentence-embedding model (needs a build with the `embedding` feature).
     #[command(subcommand)]
     Model(ModelCommand),
@@ -184,8 +188,12 @@ fn main() -> ExitCode {
         }
     };
     let cli = Cli::parse();
-    if let Some(Command::Model(ModelCommand::Install { from, to })) = cli.command {
-        return model_install(&from, to);
+    match cli.command {
+        Some(Command::Model(ModelCommand::Install { from, to })) => {
+            return model_install(&from, to);
+        }
+        Some(Command::Console(command)) => return console::run(command, cli.db.as_deref()),
+        Some(Command::Serve) | None => {}
     }
     let filter = match &cli.log_level {
         Some(level) => EnvFilter::try_new(level),

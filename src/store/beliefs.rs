@@ -170,13 +170,19 @@ pub fn find(db: &Db<'_>, normalised_target: &str) -> Result<Option<Belief>, Stor
 /// [`StoreError::Sqlite`] on SQL failure (including a second belief for the same normalised
 /// target under another id).
 pub fn save(db: &Db<'_>, b: &Belief, event: &BeliefEvent) -> Result<(), StoreError> {
+    let seq = put_row(db, b)?;
+    append_event(db, seq, event)
+}
+
+/// Insert or update (by id) a belief's row; returns its `seq`.
+fn put_row(db: &Db<'_>, b: &Belief) -> Result<i64, StoreError> {
     let sources = b
         .source_nodes
         .iter()
         .map(|u| u.hyphenated().to_string())
         .collect::<Vec<_>>()
         .join(",");
-    let seq: i64 = db
+    Ok(db
         .conn
         .prepare_cached(
             "INSERT INTO beliefs (id, normalised_target, target, status, confidence, entropy,
@@ -204,7 +210,11 @@ pub fn save(db: &Db<'_>, b: &Belief, event: &BeliefEvent) -> Result<(), StoreErr
                 to_us(b.updated_at),
             ],
             |r| r.get(0),
-        )?;
+        )?)
+}
+
+/// Append one history event to the belief of row `seq`.
+fn append_event(db: &Db<'_>, seq: i64, event: &BeliefEvent) -> Result<(), StoreError> {
     db.conn
         .prepare_cached(
             "INSERT INTO belief_events (belief_seq, action, input_confidence, status_before,
@@ -224,6 +234,92 @@ pub fn save(db: &Db<'_>, b: &Belief, event: &BeliefEvent) -> Result<(), StoreErr
             to_us(event.at),
         ])?;
     Ok(())
+}
+
+/// Every belief with its history, in creation order.
+///
+/// # Errors
+/// [`StoreError`] on SQL failure or an unreadable row.
+pub fn all(db: &Db<'_>) -> Result<Vec<Belief>, StoreError> {
+    let targets = db
+        .conn
+        .prepare_cached("SELECT normalised_target FROM beliefs ORDER BY seq")?
+        .query_map([], |r| r.get::<_, String>(0))?
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut out = Vec::with_capacity(targets.len());
+    for t in targets {
+        out.extend(find(db, &t)?);
+    }
+    Ok(out)
+}
+
+/// What [`merge`] did with one belief.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Merged {
+    /// The belief was not present (by normalised target) and was created.
+    pub created: bool,
+    /// History events appended (those not already present).
+    pub events_added: usize,
+}
+
+/// Merge a belief exported from another database into the workspace, keyed by its normalised
+/// target. A new target is stored whole (its id, times and history). For a target present,
+/// the history events not already present (same time, action, rationale and confidence after)
+/// are appended, the source nodes are united, and the current state (status, confidence,
+/// rationale, uncertainty type, updated time) is the incoming one when it changed later than
+/// the stored one. Merging the same belief twice changes nothing the second time. Call inside
+/// a write transaction.
+///
+/// # Errors
+/// [`StoreError`] on SQL failure or an unreadable row (an incoming id already used by another
+/// target is an SQL failure).
+pub fn merge(db: &Db<'_>, incoming: &Belief) -> Result<Merged, StoreError> {
+    let Some(mut local) = find(db, &incoming.normalised_target)? else {
+        let seq = put_row(db, incoming)?;
+        for e in &incoming.history {
+            append_event(db, seq, e)?;
+        }
+        return Ok(Merged {
+            created: true,
+            events_added: incoming.history.len(),
+        });
+    };
+    let same = |a: &BeliefEvent, b: &BeliefEvent| {
+        a.at == b.at
+            && a.action == b.action
+            && a.rationale == b.rationale
+            && a.confidence_after.to_bits() == b.confidence_after.to_bits()
+    };
+    let fresh: Vec<&BeliefEvent> = incoming
+        .history
+        .iter()
+        .filter(|e| !local.history.iter().any(|l| same(l, e)))
+        .collect();
+    let mut changed = !fresh.is_empty();
+    for n in &incoming.source_nodes {
+        if !local.source_nodes.contains(n) {
+            local.source_nodes.push(*n);
+            changed = true;
+        }
+    }
+    if incoming.updated_at > local.updated_at {
+        local.status = incoming.status;
+        local.confidence = incoming.confidence;
+        local.rationale = incoming.rationale.clone();
+        local.uncertainty_type = incoming.uncertainty_type.or(local.uncertainty_type);
+        local.updated_at = incoming.updated_at;
+        changed = true;
+    }
+    if changed {
+        let seq = put_row(db, &local)?;
+        for e in &fresh {
+            append_event(db, seq, e)?;
+        }
+    }
+    Ok(Merged {
+        created: false,
+        events_added: fresh.len(),
+    })
 }
 
 /// Counts per status and the sums behind the mean confidence and mean entropy.

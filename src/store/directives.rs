@@ -156,6 +156,23 @@ pub fn insert(db: &Db<'_>, d: &Directive) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// Append an entry exported from another database unless one with its id is present;
+/// returns whether it was appended.
+///
+/// # Errors
+/// [`StoreError::Sqlite`] on SQL failure.
+pub fn import(db: &Db<'_>, d: &Directive) -> Result<bool, StoreError> {
+    let present: bool = db
+        .conn
+        .prepare_cached("SELECT EXISTS (SELECT 1 FROM directive_history WHERE id = ?1)")?
+        .query_row([d.id.to_string()], |r| r.get(0))?;
+    if present {
+        return Ok(false);
+    }
+    insert(db, d)?;
+    Ok(true)
+}
+
 /// One page of entries (of task `key` when given), newest first (ties: latest inserted first),
 /// and the total number matching.
 ///

@@ -6,7 +6,10 @@ use rusqlite::{OptionalExtension, Row, params};
 use uuid::Uuid;
 
 use super::{Db, StoreError, from_us, to_us};
-use crate::service::lessons::{FailureType, Lesson, NewLesson, TaskKey, word_spans};
+use crate::service::lessons::{
+    Activation, FailureType, Lesson, NewLesson, TaskKey, activation, search_terms, word_spans,
+};
+use crate::store::directives::{self, Directive, InterventionType};
 
 /// Schema of the lesson store.
 ///
@@ -454,6 +457,114 @@ pub fn set_active(db: &Db<'_>, id: Uuid, active: bool) -> Result<Option<Lesson>,
         .prepare_cached("UPDATE lessons SET is_active = ?2 WHERE id = ?1")?
         .execute(params![id.to_string(), i64::from(active)])?;
     Ok(Some(before))
+}
+
+/// What [`set_active_recorded`] did: the lesson as it was, the change, and the `OVERRIDE`
+/// entry written to the directive history.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recorded {
+    /// The lesson before the change.
+    pub before: Lesson,
+    /// The lesson after, whether `is_active` changed, and the note.
+    pub change: Activation,
+    /// The directive-history entry recording it.
+    pub directive: Directive,
+}
+
+/// Lift (`active = false`) or restore (`true`) lesson `id` and record it in the directive
+/// history as an `OVERRIDE` by `actor`, with the note of
+/// [`crate::service::lessons::activation`] (which lesson, what happened, and
+/// `rationale`). This is all of `set_lesson_active`'s effect, shared with the operator's
+/// console; call inside a write transaction. `None` when there is no such lesson (nothing is
+/// written).
+///
+/// # Errors
+/// [`StoreError`] on SQL failure or an unreadable row.
+pub fn set_active_recorded(
+    db: &Db<'_>,
+    id: Uuid,
+    active: bool,
+    rationale: &str,
+    actor: &str,
+    now: DateTime<Utc>,
+) -> Result<Option<Recorded>, StoreError> {
+    let Some(before) = set_active(db, id, active)? else {
+        return Ok(None);
+    };
+    let change = activation(&before, active, rationale);
+    let directive = Directive::new(
+        Some(before.task_id.clone()),
+        InterventionType::Override,
+        change.note.clone(),
+        actor,
+        now,
+    );
+    directives::insert(db, &directive)?;
+    Ok(Some(Recorded {
+        before,
+        change,
+        directive,
+    }))
+}
+
+/// Every lesson (of task `key` when given; only the active ones unless `include_inactive`),
+/// oldest first.
+///
+/// # Errors
+/// [`StoreError`] on SQL failure or an unreadable row.
+pub fn list(
+    db: &Db<'_>,
+    key: Option<&TaskKey>,
+    include_inactive: bool,
+) -> Result<Vec<Lesson>, StoreError> {
+    let mut stmt = db.conn.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM lessons l
+         WHERE (?1 IS NULL OR l.task_key = ?1) AND (?2 OR l.is_active = 1)
+         ORDER BY l.seq"
+    ))?;
+    let rows = stmt.query_map(
+        params![key.map(TaskKey::as_str), include_inactive],
+        raw_lesson,
+    )?;
+    rows.map(|r| lesson_from_raw(r?)).collect()
+}
+
+/// What [`import`] did with one lesson.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Import {
+    /// Stored, with its id, time and state.
+    Added,
+    /// Already present (the same id, or the same task and normalised strategy): left as it is.
+    Skipped,
+}
+
+/// Store a lesson exported from another database, keeping its id, creation time and
+/// `is_active`, unless it is already present (by id, or by task key and normalised strategy):
+/// [`insert`] (the same row and search index as `log_lesson_learned`), then [`set_active`]
+/// for an inactive one. Call inside a write transaction.
+///
+/// # Errors
+/// [`StoreError`] on SQL failure.
+pub fn import(
+    db: &Db<'_>,
+    l: &NewLesson,
+    id: Uuid,
+    active: bool,
+    created: DateTime<Utc>,
+) -> Result<Import, StoreError> {
+    if get(db, id)?.is_some() {
+        return Ok(Import::Skipped);
+    }
+    let terms = search_terms(&l.strategy_description, &l.rca_summary);
+    match insert(db, l, id, &terms, created)? {
+        Inserted::Exists(_) => Ok(Import::Skipped),
+        Inserted::New(_) => {
+            if !active {
+                set_active(db, id, false)?;
+            }
+            Ok(Import::Added)
+        }
+    }
 }
 
 /// A term found in more than this fraction of all lessons (and in more than

@@ -6,8 +6,9 @@ use rusqlite::{OptionalExtension, Row, params};
 use uuid::Uuid;
 
 use super::{Db, StoreError, count as stored_count, from_us, in_range, to_us};
-use crate::service::meta::{Event, EventType, MetaState, Prediction, WINDOW, Window};
+use crate::service::meta::{Event, EventType, MetaState, Prediction, ResetScope, WINDOW, Window};
 use crate::service::vocab::{Domain, Lambdas, NUM_EMBEDDERS};
+use crate::store::directives::{self, Directive, InterventionType};
 
 /// Schema of the meta-learning family (migration 1).
 pub const MIGRATION: &str = "
@@ -236,6 +237,36 @@ pub fn save(db: &Db<'_>, m: &MetaState, windows: Windows) -> Result<(), StoreErr
     Ok(())
 }
 
+/// The operator's reset of `scope` (`reset_meta_learning`, and `escalations ack` of the
+/// console): [`MetaState::reset`], an `OVERRIDE` directive-history entry by `actor` naming the
+/// scope and `rationale`, the state with every accuracy window saved, and the `self_healing`
+/// event appended. Returns the event and the entry. Call inside a write transaction and bump
+/// the `Meta` family, as the tool does.
+///
+/// # Errors
+/// [`StoreError::Sqlite`] on SQL failure (then `m` is ahead of the store: mark it stale).
+pub fn reset_recorded(
+    db: &Db<'_>,
+    m: &mut MetaState,
+    scope: ResetScope,
+    rationale: &str,
+    actor: &str,
+    now: DateTime<Utc>,
+) -> Result<(Event, Directive), StoreError> {
+    let event = m.reset(scope, rationale, now);
+    let directive = Directive::new(
+        None,
+        InterventionType::Override,
+        format!("reset_meta_learning ({}): {rationale}", scope.as_str()),
+        actor,
+        now,
+    );
+    directives::insert(db, &directive)?;
+    save(db, m, Windows::All)?;
+    insert_events(db, std::slice::from_ref(&event))?;
+    Ok((event, directive))
+}
+
 /// Data step of migration 7: move the accuracy windows of a `meta_state` row written by
 /// schema 6 (a global blob, and 13 length-prefixed windows in one blob) into `meta_windows`,
 /// and empty the old columns.
@@ -319,6 +350,47 @@ pub fn insert_events(db: &Db<'_>, events: &[Event]) -> Result<(), StoreError> {
         ])?;
     }
     Ok(())
+}
+
+/// Append the events not yet in the log (an event is present when one of the same time, type
+/// and detail is), as [`insert_events`] does; returns how many were appended. Used to import
+/// another database's log, so that importing it twice appends nothing.
+///
+/// # Errors
+/// [`StoreError::Sqlite`] on SQL failure.
+pub fn import_events(db: &Db<'_>, events: &[Event]) -> Result<usize, StoreError> {
+    let mut present = db.conn.prepare_cached(
+        "SELECT EXISTS (SELECT 1 FROM meta_events
+                        WHERE event_type = ?1 AND ts_us = ?2 AND detail = ?3)",
+    )?;
+    let mut fresh = Vec::new();
+    for e in events {
+        let found: bool = present.query_row(
+            params![e.event_type.as_str(), to_us(e.timestamp), e.detail],
+            |r| r.get(0),
+        )?;
+        if !found {
+            fresh.push(e.clone());
+        }
+    }
+    insert_events(db, &fresh)?;
+    Ok(fresh.len())
+}
+
+/// Every event of the log, oldest first.
+///
+/// # Errors
+/// [`StoreError`] on SQL failure or an unreadable row.
+pub fn all_events(db: &Db<'_>) -> Result<Vec<Event>, StoreError> {
+    let (mut events, _) = query_events(
+        db,
+        &EventQuery {
+            limit: i64::MAX as usize,
+            ..EventQuery::default()
+        },
+    )?;
+    events.reverse();
+    Ok(events)
 }
 
 /// Filters of an event-log query. All bounds inclusive.

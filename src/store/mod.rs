@@ -6,6 +6,7 @@
 //! writes and reloads that family before using it (see [`sync`]). Schema changes are numbered
 //! migrations keyed by `PRAGMA user_version`, applied at start-up inside one transaction.
 
+pub mod admin;
 pub mod atc;
 pub mod beliefs;
 pub mod directives;
@@ -212,10 +213,9 @@ pub enum StoreError {
     #[error(
         "{path} is damaged ({reason}). Nothing was written to it, and nothing more will be, so \
          that what it still holds can be saved. Recovery: stop every meta-utl-mcp using the \
-         file; `meta-utl-mcp check --db {path}` reports the damage and `meta-utl-mcp backup \
-         --db {path}` saves what is readable (both commands are planned; until then use \
-         `sqlite3 {path} 'PRAGMA integrity_check'` and `sqlite3 {path} .recover`); or restore \
-         the file from a copy"
+         file; `meta-utl-mcp check --db {path}` reports the damage; restore the file from a \
+         copy (`meta-utl-mcp backup` makes one while servers run), or salvage what is \
+         readable with `sqlite3 {path} .recover`"
     )]
     Damaged {
         /// The database file.

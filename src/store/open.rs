@@ -202,7 +202,7 @@ pub(super) fn open_file(
 
 /// What [`validate`] found in an existing file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Found {
+pub(super) enum Found {
     /// Empty: no schema, `user_version` 0, no application id.
     New,
     /// Ours, at [`SCHEMA_VERSION`] and marked.
@@ -214,7 +214,7 @@ enum Found {
 /// Decide whether an existing SQLite file may be used: empty, or ours (marked with
 /// [`APPLICATION_ID`], or unmarked from before it with our tables and a `user_version` in our
 /// range). Reads only.
-fn validate(conn: &Connection, shown: &str) -> Result<Found, StoreError> {
+pub(super) fn validate(conn: &Connection, shown: &str) -> Result<Found, StoreError> {
     let app_id: i32 = conn.query_row("PRAGMA application_id", [], |r| r.get(0))?;
     let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
     let mut stmt = conn.prepare(
@@ -295,7 +295,7 @@ fn is_wal(conn: &Connection) -> rusqlite::Result<bool> {
 
 /// Refuse a non-empty file that does not start with the SQLite header, without opening it in
 /// SQLite.
-fn check_header(p: &Path, shown: &str) -> Result<(), StoreError> {
+pub(super) fn check_header(p: &Path, shown: &str) -> Result<(), StoreError> {
     let mut header = [0u8; 16];
     let mut file = fs::File::open(p).map_err(|e| StoreError::Unwritable {
         path: shown.into(),

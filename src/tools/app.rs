@@ -225,6 +225,19 @@ impl App {
     }
 
     fn run_read(&self, f: fn(&ReadCtx<'_>, &Value) -> ToolResult, args: &Value) -> ToolResult {
+        self.read_with(|ctx| f(ctx, args))
+    }
+
+    /// Run `f` as a read tool runs: on the service brought up to date with the store (families
+    /// another process changed are reloaded first), inside one read transaction. The operator's
+    /// console reads through this.
+    ///
+    /// # Errors
+    /// `f`'s error, or [`ToolError::Internal`] when the store fails.
+    pub fn read_with<T>(
+        &self,
+        f: impl Fn(&ReadCtx<'_>) -> Result<T, ToolError>,
+    ) -> Result<T, ToolError> {
         loop {
             {
                 let svc = self.svc.read();
@@ -239,7 +252,7 @@ impl App {
                         db_path: &self.db_path,
                         semantic: &self.semantic,
                     };
-                    f(&ctx, args).map(Some)
+                    f(&ctx).map(Some)
                 })?;
                 if let Some(out) = out {
                     return Ok(out);
@@ -256,6 +269,22 @@ impl App {
         families: &[Family],
         args: &Value,
     ) -> ToolResult {
+        self.write_with(families, |ctx| f(ctx, args))
+    }
+
+    /// Run `f` as a write tool runs: inside one `BEGIN IMMEDIATE` transaction (or a savepoint
+    /// of a group commit), on the service brought up to date with the store; on success the
+    /// store versions of `families` (the cached families `f` changed) are bumped, so that every
+    /// other process reloads them on its next call. On failure or panic nothing is kept and the
+    /// cached state is reloaded on next use. The operator's console writes through this.
+    ///
+    /// # Errors
+    /// `f`'s error, or [`ToolError::Internal`] when the store fails.
+    pub fn write_with<T>(
+        &self,
+        families: &[Family],
+        f: impl FnOnce(&mut WriteCtx<'_>) -> Result<T, ToolError>,
+    ) -> Result<T, ToolError> {
         let mut svc = self.svc.write();
         // A handler that panics may leave the cached state half-changed while the store
         // rolls its transaction back: reload on the next call.
@@ -279,7 +308,7 @@ impl App {
                     db_path: &self.db_path,
                     semantic: &self.semantic,
                 };
-                f(&mut ctx, args)?
+                f(&mut ctx)?
             };
             for &family in families {
                 let v = store::bump(db, family)?;

@@ -11,6 +11,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+pub mod demo;
+
 /// How long any single response may take before the test fails.
 pub const RESPONSE_TIMEOUT: Duration = Duration::from_secs(30);
 

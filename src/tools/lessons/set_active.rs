@@ -10,9 +10,8 @@ use super::{Code, Failure, Flag, LessonOut, Reply};
 use crate::service::Family;
 use crate::service::lessons::{
     DEFAULT_ACTOR, LessonError, MAX_ID_CHARS, MAX_RATIONALE_CHARS, MAX_STRATEGY_CHARS, TaskKey,
-    activation, normalise_strategy,
+    normalise_strategy,
 };
-use crate::store::directives::{self, Directive, InterventionType};
 use crate::store::lessons as lesson_store;
 use crate::tools::wire::{NonBlank, Validate, WireUuid};
 use crate::tools::{Annotations, Answer, ToolDef, ToolError, WriteCtx, WriteTool};
@@ -178,18 +177,22 @@ impl WriteTool for SetLessonActive {
                 }
             }
         };
-        let Some(before) = lesson_store::set_active(ctx.db, id, input.active)? else {
-            return Ok(not_found(&LessonError::NotFound(id), Some(id)));
-        };
-        let change = activation(&before, input.active, input.rationale.as_str());
-        let d = Directive::new(
-            Some(before.task_id.clone()),
-            InterventionType::Override,
-            change.note,
+        let recorded = lesson_store::set_active_recorded(
+            ctx.db,
+            id,
+            input.active,
+            input.rationale.as_str(),
             DEFAULT_ACTOR,
             ctx.now,
-        );
-        directives::insert(ctx.db, &d)?;
+        )?;
+        let Some(lesson_store::Recorded {
+            before,
+            change,
+            directive: d,
+        }) = recorded
+        else {
+            return Ok(not_found(&LessonError::NotFound(id), Some(id)));
+        };
         Ok(Reply::done(Changed {
             success: Flag,
             lesson: (&change.after).into(),

@@ -5,12 +5,11 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::{LambdaPair, Named, persist};
+use super::{LambdaPair, Named};
 use crate::service::Family;
 use crate::service::lessons::DEFAULT_ACTOR;
 use crate::service::meta::{EscalationStatus, ResetScope};
-use crate::store::directives::{self, Directive, InterventionType};
-use crate::store::meta::Windows;
+use crate::store::meta as meta_store;
 use crate::tools::wire::{NonBlank, OneOf, Validate, WireUuid};
 use crate::tools::{Annotations, Answer, ToolDef, ToolError, WriteCtx, WriteTool};
 
@@ -87,16 +86,14 @@ impl WriteTool for ResetMetaLearning {
         let scope = input.scope.get();
         let rationale = input.rationale.as_str().trim();
         let previous = ctx.svc.meta.lambdas;
-        let event = ctx.svc.meta.reset(scope, rationale, ctx.now);
-        let directive = Directive::new(
-            None,
-            InterventionType::Override,
-            format!("reset_meta_learning ({}): {rationale}", scope.as_str()),
+        let (_, directive) = meta_store::reset_recorded(
+            ctx.db,
+            &mut ctx.svc.meta,
+            scope,
+            rationale,
             DEFAULT_ACTOR,
             ctx.now,
-        );
-        directives::insert(ctx.db, &directive)?;
-        persist(ctx, &[event], Windows::All)?;
+        )?;
         let m = &ctx.svc.meta;
         Ok(Answer::ok(ResetAnswer {
             success: true,

@@ -1,0 +1,212 @@
+//! The console's output: the one place in the console that writes to stdout. Aligned tables
+//! (comfy-table), JSON for `--json`, and colour only when stdout is a terminal and `NO_COLOR`
+//! is unset or empty (no-color.org).
+
+use std::io::{IsTerminal, Write};
+
+use comfy_table::{ContentArrangement, Table, presets};
+use serde::Serialize;
+
+use super::ConsoleError;
+
+/// Width tables wrap to on a terminal when `COLUMNS` is not set.
+const DEFAULT_WIDTH: u16 = 120;
+
+/// A colour or emphasis of [`Out::paint`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Paint {
+    /// Bold: headings and labels.
+    Bold,
+    /// Green: healthy, normal.
+    Good,
+    /// Yellow: worth a look.
+    Warn,
+    /// Red: needs a person.
+    Bad,
+    /// Dim: secondary detail.
+    Dim,
+}
+
+impl Paint {
+    fn code(self) -> &'static str {
+        match self {
+            Paint::Bold => "1",
+            Paint::Good => "32",
+            Paint::Warn => "33",
+            Paint::Bad => "31",
+            Paint::Dim => "2",
+        }
+    }
+}
+
+/// Where a console command writes its answer.
+pub struct Out {
+    w: Box<dyn Write>,
+    color: bool,
+    width: Option<u16>,
+}
+
+impl Out {
+    /// Standard output: coloured and wrapped to the terminal's width (`COLUMNS`, else 120)
+    /// only when it is a terminal and `NO_COLOR` is unset or empty.
+    pub fn standard() -> Out {
+        let stdout = std::io::stdout();
+        let terminal = stdout.is_terminal();
+        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        let width = terminal.then(|| {
+            std::env::var("COLUMNS")
+                .ok()
+                .and_then(|c| c.parse().ok())
+                .unwrap_or(DEFAULT_WIDTH)
+        });
+        Out {
+            w: Box::new(std::io::BufWriter::new(stdout)),
+            color: terminal && !no_color,
+            width,
+        }
+    }
+
+    /// Any writer, without colour (for tests and files).
+    pub fn to_writer(w: Box<dyn Write>) -> Out {
+        Out {
+            w,
+            color: false,
+            width: None,
+        }
+    }
+
+    /// Whether colour is on.
+    pub fn color(&self) -> bool {
+        self.color
+    }
+
+    /// `text` in `paint` when colour is on, else as it is.
+    pub fn paint(&self, paint: Paint, text: &str) -> String {
+        if self.color {
+            format!("\x1b[{}m{text}\x1b[0m", paint.code())
+        } else {
+            text.to_string()
+        }
+    }
+
+    /// Write one line.
+    ///
+    /// # Errors
+    /// [`ConsoleError::Io`] when stdout fails (a closed pipe, a full disk).
+    pub fn line(&mut self, text: &str) -> Result<(), ConsoleError> {
+        writeln!(self.w, "{text}").map_err(ConsoleError::io("writing the output"))
+    }
+
+    /// Write `label` (bold, padded to 14 columns) and `value` on one line.
+    ///
+    /// # Errors
+    /// As [`Out::line`].
+    pub fn field(&mut self, label: &str, value: &str) -> Result<(), ConsoleError> {
+        let label = self.paint(Paint::Bold, &format!("{label:<14}"));
+        self.line(&format!("{label}{value}"))
+    }
+
+    /// Write `value` as pretty JSON.
+    ///
+    /// # Errors
+    /// As [`Out::line`].
+    pub fn json<T: Serialize>(&mut self, value: &T) -> Result<(), ConsoleError> {
+        let text = serde_json::to_string_pretty(value)
+            .map_err(|e| ConsoleError::Format(format!("cannot encode the answer: {e}")))?;
+        self.line(&text)
+    }
+
+    /// A table with `header`, aligned, wrapped to the terminal width on a terminal.
+    pub fn table(&self, header: &[&str]) -> Table {
+        let mut t = Table::new();
+        t.load_style(presets::UTF8_HORIZONTAL_ONLY);
+        match self.width {
+            Some(w) => {
+                t.set_width(w)
+                    .set_content_arrangement(ContentArrangement::Dynamic);
+            }
+            None => {
+                t.set_content_arrangement(ContentArrangement::Disabled);
+            }
+        }
+        t.set_header(header.iter().map(|h| self.paint(Paint::Bold, h)));
+        t
+    }
+
+    /// Write a table.
+    ///
+    /// # Errors
+    /// As [`Out::line`].
+    pub fn print_table(&mut self, t: &Table) -> Result<(), ConsoleError> {
+        self.line(&t.to_string())
+    }
+
+    /// Write raw bytes (an export line).
+    ///
+    /// # Errors
+    /// As [`Out::line`].
+    pub fn raw(&mut self, bytes: &[u8]) -> Result<(), ConsoleError> {
+        self.w
+            .write_all(bytes)
+            .map_err(ConsoleError::io("writing the output"))
+    }
+
+    /// Flush what is buffered.
+    ///
+    /// # Errors
+    /// As [`Out::line`].
+    pub fn flush(&mut self) -> Result<(), ConsoleError> {
+        self.w
+            .flush()
+            .map_err(ConsoleError::io("writing the output"))
+    }
+}
+
+/// A time as the console shows it: UTC, to the second.
+pub fn when(t: chrono::DateTime<chrono::Utc>) -> String {
+    t.format("%Y-%m-%d %H:%M:%S UTC").to_string()
+}
+
+/// `text` cut to `max` characters, with `…` when cut.
+pub fn clip(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        text.to_string()
+    } else {
+        let mut s: String = text.chars().take(max.saturating_sub(1)).collect();
+        s.push('…');
+        s
+    }
+}
+
+/// A byte count in binary units (`12.3 MiB`).
+pub fn bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = n as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u < UNITS.len() - 1 {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{n} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+/// A progress bar on stderr for `total` units, drawn only when stderr is a terminal.
+pub fn progress(total: u64, what: &str) -> indicatif::ProgressBar {
+    let target = if std::io::stderr().is_terminal() {
+        indicatif::ProgressDrawTarget::stderr()
+    } else {
+        indicatif::ProgressDrawTarget::hidden()
+    };
+    let bar = indicatif::ProgressBar::with_draw_target(Some(total), target);
+    if let Ok(style) =
+        indicatif::ProgressStyle::with_template("{msg:>10} [{bar:40}] {pos}/{len} ({elapsed})")
+    {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar.set_message(what.to_string());
+    bar
+}
