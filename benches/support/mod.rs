@@ -153,6 +153,31 @@ pub fn strategy(rng: &mut StdRng, len: usize) -> String {
         .join(" ")
 }
 
+/// Gives every lesson without a vector of `model` a random unit vector of `dimension`
+/// components (timing only: the vectors mean nothing).
+pub fn put_random_vectors(store: &Store, model: &str, dimension: usize, rng: &mut StdRng) {
+    use meta_utl_mcp::store::lesson_vectors;
+    loop {
+        let done = store
+            .write(|db| -> Result<bool, StoreError> {
+                let missing = lesson_vectors::without_vector(db, model, 10_000)?;
+                for (seq, _) in &missing {
+                    let v: Vec<f32> = (0..dimension)
+                        .map(|_| rng.random_range(-1.0..1.0))
+                        .collect();
+                    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+                    let v: Vec<f32> = v.iter().map(|x| x / norm).collect();
+                    lesson_vectors::set_vector(db, *seq, model, &v)?;
+                }
+                Ok(missing.is_empty())
+            })
+            .expect("store random vectors");
+        if done {
+            return;
+        }
+    }
+}
+
 /// Store lessons number `range` in one transaction: lesson `k` belongs to task
 /// `task-{k / per_task}`, and its strategy (4 to 11 [`strategy`] words) ends in `#{k % per_task}`
 /// so that each is unique in its task; root-cause summaries are 20 words.

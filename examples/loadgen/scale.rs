@@ -9,11 +9,13 @@
 //!   (c) durable `record_prediction` pipelined and one at a time, the log query with and
 //!   without filters, start-up, and the file size;
 //! - lessons: 10³…10⁵ — `check_strategy_blacklist` (exact hit, miss, `include_related`) and
-//!   durable `log_lesson_learned`;
+//!   durable `log_lesson_learned`; with `META_UTL_EMBEDDING_MODEL=DIR` the server matches with
+//!   that model, and every stored lesson gets a random unit vector under its id;
 //! - vertices: 10³…10⁴ stored full fingerprints — (d) `gwt_compute_delta_sc` with two full
 //!   fingerprints (`persist: false`, so every call sees the same store).
 //!
-//! Seeded; `--quick` stops each family one step early and takes fewer samples.
+//! Seeded; `--quick` stops each family one step early and takes fewer samples; naming families
+//! (`--scale lessons`) runs only those.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -155,6 +157,23 @@ fn events(dir: &Path, quick: bool) {
 fn populate_lessons(db: &Path, from: usize, to: usize, rng: &mut StdRng) {
     let store = Store::open(&DbPath::File(db.to_path_buf())).unwrap();
     support::put_lessons(&store, from..to, 100, rng);
+    if let Some((model, dimension)) = model_under_test() {
+        // Random unit vectors under the server's model id: the server then has nothing to
+        // back-fill, and a check costs what it would with real vectors.
+        support::put_random_vectors(&store, &model, dimension, rng);
+    }
+}
+
+/// With `META_UTL_EMBEDDING_MODEL=DIR` the server matches with that model: its id (the
+/// folder's name) and dimension (`hidden_size` in its `config.json`).
+fn model_under_test() -> Option<(String, usize)> {
+    let dir =
+        std::env::var_os("META_UTL_EMBEDDING_MODEL").filter(|d| !d.is_empty() && d != "off")?;
+    let dir = Path::new(&dir);
+    let config: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("config.json")).ok()?).ok()?;
+    let dimension = config["hidden_size"].as_u64()? as usize;
+    Some((dir.file_name()?.to_string_lossy().into_owned(), dimension))
 }
 
 fn lessons(dir: &Path, quick: bool) {
@@ -173,14 +192,22 @@ fn lessons(dir: &Path, quick: bool) {
         stored = size;
         let mut p = Proc::start(&db);
         let mut cells = Vec::new();
-        // Task 0 holds lessons 0..100; lesson 7's strategy ends in "#7".
-        let hit = json!({"task_id": "task-0", "strategy": "anything #7"});
-        let miss = json!({"task_id": "task-0", "strategy": "an approach nobody has tried yet"});
-        let related = json!({"task_id": "task-0", "strategy": "retry the network call with a cache",
-                             "include_related": true});
-        for args in [&hit, &miss, &related] {
+        // Task 0 holds lessons 0..100; lesson 7's strategy ends in "#7". The miss and the
+        // related query differ at every call, so that no cached embedding answers them.
+        let hit = |_: usize| json!({"task_id": "task-0", "strategy": "anything #7"});
+        let miss = |i: usize| {
+            json!({"task_id": "task-0",
+                   "strategy": format!("an approach nobody has tried yet, variant {i}")})
+        };
+        let related = |i: usize| {
+            json!({"task_id": "task-0",
+                   "strategy": format!("retry the network call with a cache, variant {i}"),
+                   "include_related": true})
+        };
+        let cases: [&dyn Fn(usize) -> serde_json::Value; 3] = [&hit, &miss, &related];
+        for args in cases {
             let (p50, p95) = round_trips(&mut p, samples, |i| {
-                call(i as u64, "check_strategy_blacklist", args)
+                call(i as u64, "check_strategy_blacklist", &args(i))
             });
             cells.extend([us(p50), us(p95)]);
         }
@@ -205,8 +232,12 @@ fn lessons(dir: &Path, quick: bool) {
         drop(p);
         points.push(Point { size, cells });
     }
+    let title = match model_under_test() {
+        Some((model, _)) => format!("Stored lessons (embedding matcher, {model})"),
+        None => "Stored lessons (lexical matcher)".to_owned(),
+    };
     print_table(
-        "Stored lessons",
+        &title,
         "lessons",
         &[
             "check (match) p50 µs",
@@ -282,8 +313,19 @@ fn vertices(dir: &Path, quick: bool) {
 pub fn run(quick: bool) {
     let dir = tempfile::tempdir().unwrap();
     let t = Instant::now();
-    events(dir.path(), quick);
-    lessons(dir.path(), quick);
-    vertices(dir.path(), quick);
+    // `--scale lessons` (or `events`, `vertices`) runs one family; none named runs all three.
+    let named: Vec<String> = std::env::args()
+        .filter(|a| ["events", "lessons", "vertices"].contains(&a.as_str()))
+        .collect();
+    let wanted = |f: &str| named.is_empty() || named.iter().any(|n| n == f);
+    if wanted("events") {
+        events(dir.path(), quick);
+    }
+    if wanted("lessons") {
+        lessons(dir.path(), quick);
+    }
+    if wanted("vertices") {
+        vertices(dir.path(), quick);
+    }
     eprintln!("scale curves took {:.0} s", t.elapsed().as_secs_f64());
 }
