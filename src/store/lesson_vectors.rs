@@ -90,9 +90,13 @@ pub fn set_vector_of(
     Ok(())
 }
 
+/// The next revision comes from the partial index `lessons_embedding_rev` (one B-tree
+/// descent): without its `IS NOT NULL`, SQLite cannot use that index for `max()` and scans
+/// every lesson, which made storing 10⁵ vectors quadratic.
 const SET_VECTOR: &str = "UPDATE lessons SET embedding = ?2, embedding_model = ?3, \
      embedding_dim = ?4, \
-     embedding_rev = (SELECT coalesce(max(embedding_rev), 0) + 1 FROM lessons)";
+     embedding_rev = (SELECT coalesce(max(embedding_rev), 0) + 1 FROM lessons \
+                      WHERE embedding_rev IS NOT NULL)";
 
 /// Up to `limit` lessons (active or not) without a vector of `model`, oldest first: their row
 /// keys and strategies as logged.
