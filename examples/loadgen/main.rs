@@ -4,9 +4,11 @@
 //! ```text
 //! cargo build --release && cargo run --release --example loadgen -- [--quick]
 //! cargo build --release && cargo run --release --example loadgen -- --scale [--quick]
+//! cargo build --release && cargo run --release --example loadgen -- --tails [--quick] [--n N] [--only TOOL] [--ab OTHER_BINARY]
 //! ```
 //!
-//! `--scale` prints the scale curves instead (see [`scale`]).
+//! `--scale` prints the scale curves instead (see [`scale`]); `--tails` the tail latencies of
+//! every durable write tool (see [`tails`]).
 //!
 //! Scenarios: (a) pipelined read calls, (b) one-at-a-time read round trips, (c) durable writes,
 //! pipelined and one at a time, (d) every other listed write tool with its published example,
@@ -30,6 +32,7 @@ use serde_json::{Value, json};
 mod scale;
 #[path = "../../benches/support/mod.rs"]
 mod support;
+mod tails;
 
 struct Proc {
     child: Child,
@@ -53,7 +56,12 @@ fn binary() -> PathBuf {
 
 impl Proc {
     fn start(db: &Path) -> Proc {
-        let mut child = Command::new(binary())
+        Proc::start_bin(&binary(), db)
+    }
+
+    /// Start the server binary `bin` (another build, for an A/B run) on `db`.
+    fn start_bin(bin: &Path, db: &Path) -> Proc {
+        let mut child = Command::new(bin)
             .arg("--db")
             .arg(db)
             .stdin(Stdio::piped())
@@ -242,6 +250,18 @@ fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     if std::env::args().any(|a| a == "--scale") {
         scale::run(quick);
+        return;
+    }
+    if std::env::args().any(|a| a == "--tails") {
+        let value = |flag: &str| {
+            let args: Vec<String> = std::env::args().collect();
+            args.iter()
+                .position(|a| a == flag)
+                .and_then(|i| args.get(i + 1).cloned())
+        };
+        let n = value("--n").map(|v| v.parse().expect("--n takes a count"));
+        let other = value("--ab").map(PathBuf::from);
+        tails::run(quick, n, value("--only").as_deref(), other.as_deref());
         return;
     }
     let scale = if quick { 10 } else { 1 };
