@@ -8,6 +8,7 @@
 
 pub mod atc;
 pub mod beliefs;
+mod checkpoint;
 pub mod directives;
 mod health;
 pub mod lessons;
@@ -305,7 +306,8 @@ pub struct Db<'a> {
 
 /// The store: one SQLite connection behind a mutex.
 pub struct Store {
-    conn: Mutex<Connection>,
+    /// Shared with the checkpoint thread, which takes it for its short catch-up checkpoint.
+    conn: std::sync::Arc<Mutex<Connection>>,
     path: DbPath,
     /// Set while [`Store::batch`] holds a transaction open: [`Store::write`] then nests in a
     /// savepoint and [`Store::read`] reads inside that transaction. Changed only with `conn`
@@ -316,6 +318,8 @@ pub struct Store {
     batch_lost: Mutex<Option<String>>,
     /// Damage found, or a background integrity check running: see [`health`].
     health: std::sync::Arc<health::Health>,
+    /// The background WAL checkpoint thread (files only): see [`checkpoint`].
+    checkpointer: Option<checkpoint::Checkpointer>,
 }
 
 /// Undoes an open transaction or savepoint if the code inside it unwinds (a handler panic),
@@ -446,15 +450,37 @@ impl Store {
         migrate(&conn).map_err(|e| open::classify(&shown, e))?;
         let checking = check == open::Check::Background;
         let health = std::sync::Arc::new(health::Health::new(shown.clone(), checking));
+        let conn = std::sync::Arc::new(Mutex::new(conn));
+        let checkpointer = match &real {
+            Some(real) => {
+                // On restart after a checkpoint, a WAL file that grew past the bound (one large
+                // transaction) is truncated back to it.
+                {
+                    let conn = conn.lock();
+                    let page: i64 = conn.query_row("PRAGMA page_size", [], |r| r.get(0))?;
+                    let limit = i64::from(checkpoint::WAL_BOUND_PAGES) * page;
+                    conn.pragma_update(None, "journal_size_limit", limit)?;
+                }
+                let started =
+                    checkpoint::Checkpointer::start(&conn, real, health.clone(), BUSY_TIMEOUT)
+                        .map_err(|e| StoreError::Unwritable {
+                            path: shown.clone(),
+                            reason: format!("cannot start the WAL checkpoint thread: {e}"),
+                        })?;
+                Some(started)
+            }
+            None => None,
+        };
         if let (true, Some(real)) = (checking, real) {
             spawn_background_check(real, health.clone())?;
         }
         Ok(Store {
-            conn: Mutex::new(conn),
+            conn,
             path: path.clone(),
             in_batch: AtomicBool::new(false),
             batch_lost: Mutex::new(None),
             health,
+            checkpointer,
         })
     }
 
@@ -666,9 +692,14 @@ impl Store {
 
 impl Drop for Store {
     fn drop(&mut self) {
+        // The checkpoint thread's connection closes first, so that this one is the last and
+        // checkpoints (and removes the WAL) as it closes.
+        if let Some(c) = &mut self.checkpointer {
+            c.stop();
+        }
         if self.health.damage().is_some() {
             // Closing the last connection would checkpoint the WAL into the damaged file.
-            let _ = self.conn.get_mut().set_db_config(
+            let _ = self.conn.lock().set_db_config(
                 rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
                 true,
             );
