@@ -76,14 +76,16 @@ pub(super) struct Checkpointer {
 }
 
 impl Checkpointer {
-    /// Install the WAL hook on `conn` (the serving connection; this turns off SQLite's
-    /// automatic checkpoint on it) and start the thread on the file at `path`.
+    /// Install the WAL hook on `serving` (this turns off SQLite's automatic checkpoint on it)
+    /// and start the thread on the file at `path`; `sync_dir`: first sync the directory of a
+    /// file just created ([`super::create`]).
     ///
     /// # Errors
     /// The thread could not be started, or the hook not installed.
     pub(super) fn start(
         serving: &Arc<Mutex<Connection>>,
         path: &Path,
+        sync_dir: bool,
         health: Arc<Health>,
         busy_timeout: Duration,
     ) -> std::io::Result<Checkpointer> {
@@ -112,7 +114,12 @@ impl Checkpointer {
         let serving = serving.clone();
         let thread = std::thread::Builder::new()
             .name("wal-checkpoint".into())
-            .spawn(move || run(&thread_shared, &serving, &path, &health, busy_timeout))?;
+            .spawn(move || {
+                if sync_dir {
+                    sync_directory(&path);
+                }
+                run(&thread_shared, &serving, &path, &health, busy_timeout);
+            })?;
         Ok(Checkpointer {
             shared,
             thread: Some(thread),
@@ -195,6 +202,15 @@ fn run(
             rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
             true,
         );
+    }
+}
+
+/// Sync the directory holding `path`, so that a new file's name survives a power cut.
+fn sync_directory(path: &Path) {
+    if let Some(dir) = path.parent() {
+        if let Err(e) = std::fs::File::open(dir).and_then(|d| d.sync_all()) {
+            tracing::warn!(directory = %dir.display(), error = %e, "cannot sync the directory");
+        }
     }
 }
 

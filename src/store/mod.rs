@@ -9,6 +9,7 @@
 pub mod atc;
 pub mod beliefs;
 mod checkpoint;
+mod create;
 pub mod directives;
 mod health;
 pub mod lessons;
@@ -410,8 +411,13 @@ impl Store {
 
     fn open_once(path: &DbPath, options: &OpenOptions) -> Result<Store, StoreError> {
         let shown = path.display();
-        let (conn, check, real) = match path {
-            DbPath::Memory => (Connection::open_in_memory()?, open::Check::Done, None),
+        let (conn, check, real, fresh) = match path {
+            DbPath::Memory => (
+                Connection::open_in_memory()?,
+                open::Check::Done,
+                None,
+                false,
+            ),
             DbPath::File(p) => {
                 if open::looks_like_uri(&p.to_string_lossy()) {
                     let plain = shown[5..]
@@ -425,8 +431,9 @@ impl Store {
                     path: shown.clone(),
                     reason: e.to_string(),
                 })?;
-                let (conn, check) = open::open_file(&real, &shown, options.inline_check_max_bytes)?;
-                (conn, check, Some(real))
+                let (conn, check, fresh) =
+                    open::open_file(&real, &shown, options.inline_check_max_bytes)?;
+                (conn, check, Some(real), fresh)
             }
         };
         // Before the first statement that writes: several servers may open a new file at the
@@ -461,12 +468,17 @@ impl Store {
                     let limit = i64::from(checkpoint::WAL_BOUND_PAGES) * page;
                     conn.pragma_update(None, "journal_size_limit", limit)?;
                 }
-                let started =
-                    checkpoint::Checkpointer::start(&conn, real, health.clone(), BUSY_TIMEOUT)
-                        .map_err(|e| StoreError::Unwritable {
-                            path: shown.clone(),
-                            reason: format!("cannot start the WAL checkpoint thread: {e}"),
-                        })?;
+                let started = checkpoint::Checkpointer::start(
+                    &conn,
+                    real,
+                    fresh,
+                    health.clone(),
+                    BUSY_TIMEOUT,
+                )
+                .map_err(|e| StoreError::Unwritable {
+                    path: shown.clone(),
+                    reason: format!("cannot start the WAL checkpoint thread: {e}"),
+                })?;
                 Some(started)
             }
             None => None,
