@@ -12,7 +12,7 @@ fn observations(n: usize, seed: usize) -> serde_json::Value {
     let obs: Vec<_> = (0..n)
         .map(|i| {
             let k = seed * n + i;
-            json!({"confidence": (k % 97) as f64 / 100.0 + 0.01, "correct": k % 3 != 0,
+            json!({"confidence": (k % 97) as f64 / 100.0 + 0.01, "correct": !k.is_multiple_of(3),
                    "domain": "Code", "embedder_id": k % 13 + 1})
         })
         .collect();

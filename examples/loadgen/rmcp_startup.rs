@@ -50,7 +50,6 @@ pub(super) fn run(rmcp: Option<&Path>, n: usize) {
     );
     println!("|---|---:|---:|---:|---:|---:|");
     let p50 = |v: &[Duration]| percentile(v, 0.5).as_secs_f64() * 1e6;
-    let mut minimal = minimal;
     minimal.sort();
     let base = (!minimal.is_empty()).then(|| p50(&minimal));
     for (label, mut v) in [

@@ -12,12 +12,8 @@
 //! `record_prediction`), so that the tables and the FTS5 index grow as in real use.
 //!
 //! Prints p50, p90, p99, p99.9 and the maximum in µs, and the ratios p99/p50 and p99.9/p50
-//! (targets: ≤ 3 and ≤ 10), twice: for the round trip as measured ("wall"), and for the round
-//! trip minus the time the server's threads and this client's thread spent waiting for a CPU
-//! ("on a free CPU"; from the run-queue wait in `/proc/PID/task/*/schedstat`, Linux). On a
-//! machine shared with other builds the wall tail is mostly time slices lost to them; the
-//! second figure removes that and keeps what the server itself waited for (a sync, a lock)
-//! or computed.
+//! (targets: ≤ 3 and ≤ 10). On a machine shared with other builds much of the tail is time
+//! slices lost to them, which is why `--ab` exists: compare builds in one run, not runs.
 //!
 //! `--ab BIN` runs the same calls against the server binary `BIN` too (another build, on its
 //! own database), alternating blocks of 100 calls between the two, so that both see the same
@@ -59,32 +55,10 @@ fn args(tool: &str, example: &Value, i: u64) -> Value {
     a
 }
 
-/// Nanoseconds the threads of process `pid` have waited on a run queue so far.
-fn run_queue_wait(pid: u32) -> u64 {
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return 0;
-    };
-    tasks
-        .filter_map(|t| t.ok())
-        .filter_map(|t| std::fs::read_to_string(t.path().join("schedstat")).ok())
-        .filter_map(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
-        .sum()
-}
-
-/// Nanoseconds this thread has waited on a run queue so far.
-fn own_run_queue_wait() -> u64 {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|s| s.split_whitespace().nth(1)?.parse().ok())
-        .unwrap_or(0)
-}
-
-/// One server under test: its process, the round trips measured, and the same minus the
-/// run-queue wait.
+/// One server under test: its process and the round trips measured.
 struct Subject {
     proc: Proc,
     wall: Vec<Duration>,
-    free: Vec<Duration>,
 }
 
 impl Subject {
@@ -96,22 +70,15 @@ impl Subject {
         Subject {
             proc,
             wall: Vec::new(),
-            free: Vec::new(),
         }
     }
 
     fn measure(&mut self, name: &str, example: &Value, i: u64) {
         let line = call(i, name, &args(name, example, i));
-        let pid = self.proc.child.id();
-        let waited = run_queue_wait(pid) + own_run_queue_wait();
         let t = Instant::now();
         self.proc.send(&line);
         self.proc.recv();
-        let wall = t.elapsed();
-        let waited = (run_queue_wait(pid) + own_run_queue_wait()).saturating_sub(waited);
-        self.wall.push(wall);
-        self.free
-            .push(wall.saturating_sub(Duration::from_nanos(waited)));
+        self.wall.push(t.elapsed());
     }
 }
 
@@ -141,7 +108,6 @@ pub(super) fn run(quick: bool, n: Option<usize>, only: Option<&str>, other: Opti
         "| write tool (one at a time, durable) | n | p50 µs | p90 µs | p99 µs | p99.9 µs | max µs | p99/p50 | p99.9/p50 |"
     );
     println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
-    let mut free_rows = Vec::new();
     for (name, example, read_only) in tools {
         if read_only || only.is_some_and(|o| o != name) {
             continue;
@@ -167,11 +133,7 @@ pub(super) fn run(quick: bool, n: Option<usize>, only: Option<&str>, other: Opti
             }
         }
         for (mark, s) in subjects {
-            row(&format!("{name}{mark}, wall"), s.wall);
-            free_rows.push((format!("{name}{mark}, on a free CPU"), s.free));
+            row(&format!("{name}{mark}"), s.wall);
         }
-    }
-    for (label, lat) in free_rows {
-        row(&label, lat);
     }
 }

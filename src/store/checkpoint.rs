@@ -1,27 +1,31 @@
 //! WAL checkpoints off the request path: a thread with its own connection copies the WAL
-//! into the database file, so that no write's answer waits for a checkpoint's `fsync`.
+//! into the database file, so that no write's answer waits for a whole checkpoint.
 //!
 //! SQLite checkpoints by itself at the end of the commit that takes the WAL past 1,000 pages,
 //! inside the call that committed: with `synchronous=NORMAL` a commit does not sync, but that
-//! checkpoint syncs the WAL and then the database file, which measured 10–28 ms on this
-//! project's VM, paid by about one write in 500 (`examples/loadgen --tails`). Here the serving
-//! connection's WAL hook (which replaces SQLite's automatic checkpoint) only counts the pages
-//! and wakes this thread, which runs a `PASSIVE` checkpoint: it never takes the write lock and
-//! never waits, so writers and readers go on while it copies and syncs.
+//! checkpoint syncs the WAL and then the database file, which strace measured at 10–28 ms on
+//! this project's VM, paid by about one `record_prediction` in 300. Here the serving
+//! connection's WAL hook (which replaces SQLite's automatic checkpoint) only notes the WAL's
+//! size and wakes this thread, which runs a `PASSIVE` checkpoint each [`CHECKPOINT_PAGES`]:
+//! it never takes the write lock and never waits, so writes go on while it copies and syncs.
+//!
+//! A WAL restarts from its beginning only at a write that finds every page of it copied;
+//! writes committing during a checkpoint keep it a few pages short, so the WAL would grow.
+//! Past [`RESTART_PAGES`] the thread catches up (more passes, then a last one of at most
+//! [`CATCH_UP_PAGES`] holding the serving connection) so that the next write restarts it.
+//! That last pass and the sync of the new WAL header are what a write may still wait for,
+//! once per [`RESTART_PAGES`] written. Past [`WAL_BOUND_PAGES`] that a reader in another
+//! process keeps from being copied, a `TRUNCATE` checkpoint waits for that reader and empties
+//! the WAL.
 //!
 //! Durability does not change: a commit is in the WAL (in the OS page cache) when it
-//! returns, as before; the checkpoint only moves committed pages into the main file.
-//!
-//! The WAL stays bounded: when a checkpoint could not copy everything (a reader in another
-//! process still uses old pages) and the WAL holds more than [`WAL_BOUND_PAGES`], the thread
-//! runs a `TRUNCATE` checkpoint, which waits (up to the busy timeout) for those readers and
-//! for the writer lock, and resets the WAL file to zero bytes.
+//! returns, as before; a checkpoint only moves committed pages into the main file.
 //!
 //! Nothing is written into a damaged file or one still under its background integrity check:
 //! the thread skips its checkpoint then (the pages stay in the WAL), and its connection never
 //! checkpoints when it closes; the store's own connection, closed last, does that as before.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -147,7 +151,7 @@ impl Drop for Checkpointer {
 fn run(
     shared: &Shared,
     serving: &Mutex<Connection>,
-    path: &PathBuf,
+    path: &Path,
     health: &Health,
     busy_timeout: Duration,
 ) {
@@ -207,10 +211,10 @@ fn run(
 
 /// Sync the directory holding `path`, so that a new file's name survives a power cut.
 fn sync_directory(path: &Path) {
-    if let Some(dir) = path.parent() {
-        if let Err(e) = std::fs::File::open(dir).and_then(|d| d.sync_all()) {
-            tracing::warn!(directory = %dir.display(), error = %e, "cannot sync the directory");
-        }
+    if let Some(dir) = path.parent()
+        && let Err(e) = std::fs::File::open(dir).and_then(|d| d.sync_all())
+    {
+        tracing::warn!(directory = %dir.display(), error = %e, "cannot sync the directory");
     }
 }
 

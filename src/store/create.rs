@@ -145,7 +145,10 @@ mod tests {
             .collect()
     }
 
-    fn describe(conn: &Connection) -> (Vec<(String, String, String, Option<String>)>, i64, i32) {
+    /// One row of `sqlite_schema`: type, name, table, SQL.
+    type SchemaRow = (String, String, String, Option<String>);
+
+    fn describe(conn: &Connection) -> (Vec<SchemaRow>, i64, i32) {
         let mut stmt = conn
             .prepare("SELECT type, name, tbl_name, sql FROM sqlite_schema ORDER BY name")
             .unwrap();
