@@ -14,9 +14,10 @@
 //! Past [`RESTART_PAGES`] the thread catches up (more passes, then a last one of at most
 //! [`CATCH_UP_PAGES`] holding the serving connection) so that the next write restarts it.
 //! That last pass and the sync of the new WAL header are what a write may still wait for,
-//! once per [`RESTART_PAGES`] written. Past [`WAL_BOUND_PAGES`] that a reader in another
-//! process keeps from being copied, a `TRUNCATE` checkpoint waits for that reader and empties
-//! the WAL.
+//! once per [`RESTART_PAGES`] written. Past [`WAL_BOUND_PAGES`] the catch-up runs whatever is
+//! left (on a host too loaded for the passes to get close to a busy writer), and when a reader
+//! in another process keeps pages from being copied, a `TRUNCATE` checkpoint waits for that
+//! reader and empties the WAL.
 //!
 //! Durability does not change: a commit is in the WAL (in the OS page cache) when it
 //! returns, as before; a checkpoint only moves committed pages into the main file.
@@ -236,9 +237,9 @@ fn open(path: &Path, busy_timeout: Duration) -> rusqlite::Result<Connection> {
 }
 
 /// A `PASSIVE` checkpoint on the thread's own connection; past [`RESTART_PAGES`], more
-/// passes and a catch-up so that the WAL restarts; a `TRUNCATE` checkpoint when the WAL is
-/// past [`WAL_BOUND_PAGES`] and could not be copied (a reader in another process holds old
-/// pages). Returns the WAL's pages at the end.
+/// passes and a catch-up so that the WAL restarts; past [`WAL_BOUND_PAGES`], a catch-up
+/// however much is left, or a `TRUNCATE` checkpoint when pages could not be copied (a reader
+/// in another process holds them). Returns the WAL's pages at the end.
 ///
 /// Only a checkpoint that copied every page of the WAL lets the next write restart the WAL
 /// from its beginning; otherwise it grows. This process's writes go on committing while a
@@ -279,15 +280,26 @@ fn checkpoint(
             }
         }
     }
-    if log > i64::from(WAL_BOUND_PAGES) && (busy != 0 || done < log) {
-        let (busy, pages, done) = wal_checkpoint(conn, "TRUNCATE")?;
-        tracing::info!(
-            busy,
-            pages,
-            done,
-            "WAL past its bound: truncating checkpoint"
-        );
-        log = pages;
+    if log > i64::from(WAL_BOUND_PAGES) {
+        if busy == 0 && done >= log {
+            // The passes could not get within CATCH_UP_PAGES of a busy writer (a loaded
+            // host): catch up with whatever is left, holding the serving connection.
+            let serving = serving.lock();
+            if serving.is_autocommit() {
+                (busy, log, done) = wal_checkpoint(&serving, "PASSIVE")?;
+                tracing::info!(busy, log, done, "WAL past its bound: catch-up checkpoint");
+            }
+        }
+        if busy != 0 || done < log {
+            let (busy, pages, done) = wal_checkpoint(conn, "TRUNCATE")?;
+            tracing::info!(
+                busy,
+                pages,
+                done,
+                "WAL past its bound: truncating checkpoint"
+            );
+            log = pages;
+        }
     }
     Ok(u32::try_from(log.max(0)).unwrap_or(u32::MAX))
 }
