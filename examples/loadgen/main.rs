@@ -4,7 +4,7 @@
 //! ```text
 //! cargo build --release && cargo run --release --example loadgen -- [--quick]
 //! cargo build --release && cargo run --release --example loadgen -- --scale [--quick]
-//! cargo build --release && cargo run --release --example loadgen -- --startup [--rmcp BIN] [--n N]
+//! cargo build --release && cargo run --release --example loadgen -- --startup [--rmcp BIN] [--ab BIN] [--n N]
 //! cargo build --release && cargo run --release --example loadgen -- --tails [--quick] [--n N] [--only TOOL] [--ab OTHER_BINARY]
 //! ```
 //!
@@ -270,7 +270,11 @@ fn main() {
     };
     if std::env::args().any(|a| a == "--startup") {
         let n = value("--n").map_or(50, |v| v.parse().expect("--n takes a count"));
-        rmcp_startup::run(value("--rmcp").map(PathBuf::from).as_deref(), n);
+        rmcp_startup::run(
+            value("--rmcp").map(PathBuf::from).as_deref(),
+            value("--ab").map(PathBuf::from).as_deref(),
+            n,
+        );
         return;
     }
     if std::env::args().any(|a| a == "--tails") {
