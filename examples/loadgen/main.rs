@@ -4,9 +4,13 @@
 //! ```text
 //! cargo build --release && cargo run --release --example loadgen -- [--quick]
 //! cargo build --release && cargo run --release --example loadgen -- --scale [--quick]
+//! cargo build --release && cargo run --release --example loadgen -- --startup [--rmcp BIN] [--ab BIN] [--n N]
+//! cargo build --release && cargo run --release --example loadgen -- --tails [--quick] [--n N] [--only TOOL] [--ab OTHER_BINARY]
 //! ```
 //!
-//! `--scale` prints the scale curves instead (see [`scale`]).
+//! `--scale` prints the scale curves instead (see [`scale`]); `--tails` the tail latencies of
+//! every durable write tool (see [`tails`]); `--startup` start-up beside the minimal rmcp
+//! server (see [`rmcp_startup`]).
 //!
 //! Scenarios: (a) pipelined read calls, (b) one-at-a-time read round trips, (c) durable writes,
 //! pipelined and one at a time, (d) every other listed write tool with its published example,
@@ -27,9 +31,11 @@ use meta_utl_mcp::service::vocab::{Domain, Lambdas};
 use meta_utl_mcp::store::{DbPath, Store, meta as meta_store};
 use serde_json::{Value, json};
 
+mod rmcp_startup;
 mod scale;
 #[path = "../../benches/support/mod.rs"]
 mod support;
+mod tails;
 
 struct Proc {
     child: Child,
@@ -53,9 +59,21 @@ fn binary() -> PathBuf {
 
 impl Proc {
     fn start(db: &Path) -> Proc {
-        let mut child = Command::new(binary())
-            .arg("--db")
-            .arg(db)
+        Proc::start_bin(&binary(), db)
+    }
+
+    /// Start the server binary `bin` (another build, for an A/B run) on `db`.
+    fn start_bin(bin: &Path, db: &Path) -> Proc {
+        Proc::spawn(Command::new(bin).arg("--db").arg(db))
+    }
+
+    /// Start a server binary that takes no arguments (the rmcp yardstick).
+    fn start_plain(bin: &Path) -> Proc {
+        Proc::spawn(&mut Command::new(bin))
+    }
+
+    fn spawn(command: &mut Command) -> Proc {
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -242,6 +260,27 @@ fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     if std::env::args().any(|a| a == "--scale") {
         scale::run(quick);
+        return;
+    }
+    let value = |flag: &str| {
+        let args: Vec<String> = std::env::args().collect();
+        args.iter()
+            .position(|a| a == flag)
+            .and_then(|i| args.get(i + 1).cloned())
+    };
+    if std::env::args().any(|a| a == "--startup") {
+        let n = value("--n").map_or(50, |v| v.parse().expect("--n takes a count"));
+        rmcp_startup::run(
+            value("--rmcp").map(PathBuf::from).as_deref(),
+            value("--ab").map(PathBuf::from).as_deref(),
+            n,
+        );
+        return;
+    }
+    if std::env::args().any(|a| a == "--tails") {
+        let n = value("--n").map(|v| v.parse().expect("--n takes a count"));
+        let other = value("--ab").map(PathBuf::from);
+        tails::run(quick, n, value("--only").as_deref(), other.as_deref());
         return;
     }
     let scale = if quick { 10 } else { 1 };

@@ -9,6 +9,8 @@
 pub mod admin;
 pub mod atc;
 pub mod beliefs;
+mod checkpoint;
+mod create;
 pub mod directives;
 mod health;
 pub mod lesson_vectors;
@@ -307,7 +309,8 @@ pub struct Db<'a> {
 
 /// The store: one SQLite connection behind a mutex.
 pub struct Store {
-    conn: Mutex<Connection>,
+    /// Shared with the checkpoint thread, which takes it for its short catch-up checkpoint.
+    conn: std::sync::Arc<Mutex<Connection>>,
     path: DbPath,
     /// Set while [`Store::batch`] holds a transaction open: [`Store::write`] then nests in a
     /// savepoint and [`Store::read`] reads inside that transaction. Changed only with `conn`
@@ -318,6 +321,8 @@ pub struct Store {
     batch_lost: Mutex<Option<String>>,
     /// Damage found, or a background integrity check running: see [`health`].
     health: std::sync::Arc<health::Health>,
+    /// The background WAL checkpoint thread (files only): see [`checkpoint`].
+    checkpointer: Option<checkpoint::Checkpointer>,
 }
 
 /// Undoes an open transaction or savepoint if the code inside it unwinds (a handler panic),
@@ -408,8 +413,13 @@ impl Store {
 
     fn open_once(path: &DbPath, options: &OpenOptions) -> Result<Store, StoreError> {
         let shown = path.display();
-        let (conn, check, real) = match path {
-            DbPath::Memory => (Connection::open_in_memory()?, open::Check::Done, None),
+        let (conn, check, real, fresh) = match path {
+            DbPath::Memory => (
+                Connection::open_in_memory()?,
+                open::Check::Done,
+                None,
+                false,
+            ),
             DbPath::File(p) => {
                 if open::looks_like_uri(&p.to_string_lossy()) {
                     let plain = shown[5..]
@@ -423,8 +433,9 @@ impl Store {
                     path: shown.clone(),
                     reason: e.to_string(),
                 })?;
-                let (conn, check) = open::open_file(&real, &shown, options.inline_check_max_bytes)?;
-                (conn, check, Some(real))
+                let (conn, check, fresh) =
+                    open::open_file(&real, &shown, options.inline_check_max_bytes)?;
+                (conn, check, Some(real), fresh)
             }
         };
         // Before the first statement that writes: several servers may open a new file at the
@@ -448,15 +459,42 @@ impl Store {
         migrate(&conn).map_err(|e| open::classify(&shown, e))?;
         let checking = check == open::Check::Background;
         let health = std::sync::Arc::new(health::Health::new(shown.clone(), checking));
+        let conn = std::sync::Arc::new(Mutex::new(conn));
+        let checkpointer = match &real {
+            Some(real) => {
+                // On restart after a checkpoint, a WAL file that grew past the bound (one large
+                // transaction) is truncated back to it.
+                {
+                    let conn = conn.lock();
+                    let page: i64 = conn.query_row("PRAGMA page_size", [], |r| r.get(0))?;
+                    let limit = i64::from(checkpoint::WAL_BOUND_PAGES) * page;
+                    conn.pragma_update(None, "journal_size_limit", limit)?;
+                }
+                let started = checkpoint::Checkpointer::start(
+                    &conn,
+                    real,
+                    fresh,
+                    health.clone(),
+                    BUSY_TIMEOUT,
+                )
+                .map_err(|e| StoreError::Unwritable {
+                    path: shown.clone(),
+                    reason: format!("cannot start the WAL checkpoint thread: {e}"),
+                })?;
+                Some(started)
+            }
+            None => None,
+        };
         if let (true, Some(real)) = (checking, real) {
             spawn_background_check(real, health.clone())?;
         }
         Ok(Store {
-            conn: Mutex::new(conn),
+            conn,
             path: path.clone(),
             in_batch: AtomicBool::new(false),
             batch_lost: Mutex::new(None),
             health,
+            checkpointer,
         })
     }
 
@@ -668,9 +706,14 @@ impl Store {
 
 impl Drop for Store {
     fn drop(&mut self) {
+        // The checkpoint thread's connection closes first, so that this one is the last and
+        // checkpoints (and removes the WAL) as it closes.
+        if let Some(c) = &mut self.checkpointer {
+            c.stop();
+        }
         if self.health.damage().is_some() {
             // Closing the last connection would checkpoint the WAL into the damaged file.
-            let _ = self.conn.get_mut().set_db_config(
+            let _ = self.conn.lock().set_db_config(
                 rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
                 true,
             );

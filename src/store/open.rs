@@ -98,7 +98,8 @@ pub(super) fn looks_like_uri(s: &str) -> bool {
 
 /// Open the file `p` (already resolved) for the store: create it private when missing, else
 /// validate it and check it for damage, all before anything is written. Returns the
-/// connection (still in the file's own journal mode) and what is left to check.
+/// connection (still in the file's own journal mode), what is left to check, and whether the
+/// file is one this call created ([`super::create`]: its directory entry is not yet synced).
 ///
 /// # Errors
 /// [`StoreError::NotAFile`], [`StoreError::Unwritable`], [`StoreError::NotADatabase`],
@@ -108,11 +109,12 @@ pub(super) fn open_file(
     p: &Path,
     shown: &str,
     inline_check_max: u64,
-) -> Result<(Connection, Check), StoreError> {
+) -> Result<(Connection, Check, bool), StoreError> {
     let unwritable = |path: &Path, e: &dyn std::fmt::Display| StoreError::Unwritable {
         path: path.display().to_string(),
         reason: e.to_string(),
     };
+    let mut fresh = false;
     match fs::metadata(p) {
         Ok(m) if !m.is_file() => {
             return Err(StoreError::NotAFile {
@@ -122,10 +124,10 @@ pub(super) fn open_file(
         }
         Ok(_) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            if let Some(dir) = p.parent().filter(|d| !d.exists()) {
-                create_private_dir(dir).map_err(|e| unwritable(dir, &e))?;
-            }
-            create_private_file(p).map_err(|e| unwritable(p, &e))?;
+            fresh = super::create::create(p).map_err(|reason| StoreError::Unwritable {
+                path: shown.into(),
+                reason,
+            })? == super::create::Created::Ours;
         }
         Err(e) => return Err(unwritable(p, &e)),
     }
@@ -171,7 +173,7 @@ pub(super) fn open_file(
         ended?;
         let size = fs::metadata(p).map(|m| m.len()).unwrap_or(0)
             + fs::metadata(sidecar(p, "-wal")).map_or(0, |m| m.len());
-        let check = if found == Found::New {
+        let check = if found == Found::New || fresh {
             Check::Done
         } else if size > inline_check_max && found == Found::Current && is_wal(&conn)? {
             Check::Background
@@ -187,7 +189,7 @@ pub(super) fn open_file(
         other => other,
     });
     match checked {
-        Ok(check) => Ok((conn, check)),
+        Ok(check) => Ok((conn, check, fresh)),
         Err(e) => {
             // A WAL that was there before holds committed data of its own: closing must not
             // checkpoint it into the refused file. Without one, the WAL this connection
@@ -376,7 +378,7 @@ fn file_kind(m: &fs::Metadata) -> &'static str {
 }
 
 #[cfg(unix)]
-fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+pub(super) fn create_private_dir(dir: &Path) -> std::io::Result<()> {
     use std::os::unix::fs::DirBuilderExt;
     fs::DirBuilder::new()
         .recursive(true)
@@ -385,12 +387,12 @@ fn create_private_dir(dir: &Path) -> std::io::Result<()> {
 }
 
 #[cfg(not(unix))]
-fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+pub(super) fn create_private_dir(dir: &Path) -> std::io::Result<()> {
     fs::create_dir_all(dir)
 }
 
 #[cfg(unix)]
-fn create_private_file(p: &Path) -> std::io::Result<()> {
+pub(super) fn create_private_file(p: &Path) -> std::io::Result<()> {
     use std::os::unix::fs::OpenOptionsExt;
     match fs::OpenOptions::new()
         .write(true)
@@ -405,7 +407,7 @@ fn create_private_file(p: &Path) -> std::io::Result<()> {
 }
 
 #[cfg(not(unix))]
-fn create_private_file(p: &Path) -> std::io::Result<()> {
+pub(super) fn create_private_file(p: &Path) -> std::io::Result<()> {
     match fs::OpenOptions::new().write(true).create_new(true).open(p) {
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
         other => other.map(drop),

@@ -1,0 +1,312 @@
+//! WAL checkpoints off the request path: a thread with its own connection copies the WAL
+//! into the database file, so that no write's answer waits for a whole checkpoint.
+//!
+//! SQLite checkpoints by itself at the end of the commit that takes the WAL past 1,000 pages,
+//! inside the call that committed: with `synchronous=NORMAL` a commit does not sync, but that
+//! checkpoint syncs the WAL and then the database file, which strace measured at 10–28 ms on
+//! this project's VM, paid by about one `record_prediction` in 300. Here the serving
+//! connection's WAL hook (which replaces SQLite's automatic checkpoint) only notes the WAL's
+//! size and wakes this thread, which runs a `PASSIVE` checkpoint each [`CHECKPOINT_PAGES`]:
+//! it never takes the write lock and never waits, so writes go on while it copies and syncs.
+//!
+//! A WAL restarts from its beginning only at a write that finds every page of it copied;
+//! writes committing during a checkpoint keep it a few pages short, so the WAL would grow.
+//! Past [`RESTART_PAGES`] the thread catches up (more passes, then a last one of at most
+//! [`CATCH_UP_PAGES`] holding the serving connection) so that the next write restarts it.
+//! That last pass and the sync of the new WAL header are what a write may still wait for,
+//! once per [`RESTART_PAGES`] written. Past [`WAL_BOUND_PAGES`] the catch-up runs whatever is
+//! left (on a host too loaded for the passes to get close to a busy writer), and when a reader
+//! in another process keeps pages from being copied, a `TRUNCATE` checkpoint waits for that
+//! reader and empties the WAL.
+//!
+//! Durability does not change: a commit is in the WAL (in the OS page cache) when it
+//! returns, as before; a checkpoint only moves committed pages into the main file.
+//!
+//! Nothing is written into a damaged file or one still under its background integrity check:
+//! the thread skips its checkpoint then (the pages stay in the WAL), and its connection never
+//! checkpoints when it closes; the store's own connection, closed last, does that as before.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use parking_lot::{Condvar, Mutex};
+use rusqlite::{Connection, OpenFlags};
+
+use super::health::Health;
+
+/// WAL pages after which a commit wakes the checkpoint thread: SQLite's own default for its
+/// automatic checkpoint (1,000 pages, about 4 MiB).
+pub const CHECKPOINT_PAGES: u32 = 1_000;
+
+/// WAL pages past which the thread makes sure the WAL restarts from its beginning (8,192
+/// pages: 32 MiB at the default 4 KiB page). Each restart costs the write after it a sync of
+/// the WAL header, and a write may wait for the catch-up checkpoint before it, so restarts
+/// are kept rare; the price is a WAL file of up to about this size while the server runs
+/// (the last connection to close removes it).
+pub const RESTART_PAGES: u32 = 8_192;
+
+/// WAL pages past which the thread, after a `PASSIVE` checkpoint that could not finish, runs a
+/// `TRUNCATE` checkpoint (16,384 pages: 64 MiB at the default 4 KiB page), and the size a WAL
+/// file is cut back to when it restarts (`journal_size_limit`).
+pub const WAL_BOUND_PAGES: u32 = 16_384;
+
+/// Unlocked `PASSIVE` checkpoints in a row at most, each copying what the writes committed
+/// during the one before.
+const UNLOCKED_PASSES: usize = 4;
+
+/// The catch-up checkpoint, which holds the serving connection, runs only when at most this
+/// many pages are left to copy.
+const CATCH_UP_PAGES: i64 = 64;
+
+/// What the serving connection's WAL hook and the thread share.
+struct Shared {
+    state: Mutex<State>,
+    wake: Condvar,
+}
+
+struct State {
+    /// Pages in the WAL after the last commit seen by the hook.
+    wal_pages: u32,
+    /// Set by [`Checkpointer::stop`].
+    stop: bool,
+}
+
+/// The background checkpoint thread of one store; stopped and joined by [`Checkpointer::stop`]
+/// (the store does that before its own connection closes).
+pub(super) struct Checkpointer {
+    shared: Arc<Shared>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Checkpointer {
+    /// Install the WAL hook on `serving` (this turns off SQLite's automatic checkpoint on it)
+    /// and start the thread on the file at `path`; `sync_dir`: first sync the directory of a
+    /// file just created ([`super::create`]).
+    ///
+    /// # Errors
+    /// The thread could not be started, or the hook not installed.
+    pub(super) fn start(
+        serving: &Arc<Mutex<Connection>>,
+        path: &Path,
+        sync_dir: bool,
+        health: Arc<Health>,
+        busy_timeout: Duration,
+    ) -> std::io::Result<Checkpointer> {
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State {
+                wal_pages: 0,
+                stop: false,
+            }),
+            wake: Condvar::new(),
+        });
+        let hook = shared.clone();
+        serving
+            .lock()
+            .wal_hook(Some(move |_: &mut rusqlite::hooks::Wal, pages: i32| {
+                let pages = u32::try_from(pages).unwrap_or(0);
+                let mut state = hook.state.lock();
+                state.wal_pages = pages;
+                if pages >= CHECKPOINT_PAGES {
+                    hook.wake.notify_one();
+                }
+                Ok(())
+            }))
+            .map_err(std::io::Error::other)?;
+        let thread_shared = shared.clone();
+        let path = path.to_path_buf();
+        let serving = serving.clone();
+        let thread = std::thread::Builder::new()
+            .name("wal-checkpoint".into())
+            .spawn(move || {
+                if sync_dir {
+                    sync_directory(&path);
+                }
+                run(&thread_shared, &serving, &path, &health, busy_timeout);
+            })?;
+        Ok(Checkpointer {
+            shared,
+            thread: Some(thread),
+        })
+    }
+
+    /// Stop the thread and wait for it (a checkpoint under way finishes first).
+    pub(super) fn stop(&mut self) {
+        self.shared.state.lock().stop = true;
+        self.shared.wake.notify_one();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for Checkpointer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// The thread: wait until a commit leaves [`CHECKPOINT_PAGES`] more in the WAL than the last
+/// checkpoint saw, then checkpoint; until stopped.
+fn run(
+    shared: &Shared,
+    serving: &Mutex<Connection>,
+    path: &Path,
+    health: &Health,
+    busy_timeout: Duration,
+) {
+    let mut conn: Option<Connection> = None;
+    // WAL pages when the last checkpoint ended: the WAL was restarted since when a commit
+    // reports fewer.
+    let mut seen: u32 = 0;
+    loop {
+        {
+            let mut state = shared.state.lock();
+            loop {
+                if state.stop {
+                    break;
+                }
+                let pages = state.wal_pages;
+                let grown = if pages < seen { pages } else { pages - seen };
+                if pages >= CHECKPOINT_PAGES && grown >= CHECKPOINT_PAGES {
+                    break;
+                }
+                shared.wake.wait(&mut state);
+            }
+            if state.stop {
+                break;
+            }
+        }
+        // Damaged, or still being checked: write nothing into the file.
+        if health.damage().is_some() || health.writable(Duration::ZERO).is_err() {
+            seen = shared.state.lock().wal_pages;
+            continue;
+        }
+        if conn.is_none() {
+            conn = open(path, busy_timeout)
+                .map_err(|e| tracing::warn!(error = %e, "cannot open the checkpoint connection"))
+                .ok();
+        }
+        let Some(c) = &conn else {
+            seen = shared.state.lock().wal_pages;
+            continue;
+        };
+        match checkpoint(c, serving, shared) {
+            Ok(log) => seen = log,
+            Err(e) => {
+                seen = shared.state.lock().wal_pages;
+                tracing::warn!(error = %e, "background WAL checkpoint failed");
+            }
+        }
+    }
+    if let Some(c) = conn {
+        // The store's own connection closes after this one and checkpoints then, unless the
+        // file is damaged; this one never does.
+        let _ = c.set_db_config(
+            rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
+            true,
+        );
+    }
+}
+
+/// Sync the directory holding `path`, so that a new file's name survives a power cut.
+fn sync_directory(path: &Path) {
+    if let Some(dir) = path.parent()
+        && let Err(e) = std::fs::File::open(dir).and_then(|d| d.sync_all())
+    {
+        tracing::warn!(directory = %dir.display(), error = %e, "cannot sync the directory");
+    }
+}
+
+fn open(path: &Path, busy_timeout: Duration) -> rusqlite::Result<Connection> {
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    conn.set_db_config(
+        rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
+        true,
+    )?;
+    conn.busy_timeout(busy_timeout)?;
+    // Never checkpoint from a commit of this connection (it commits nothing anyway).
+    conn.pragma_update(None, "wal_autocheckpoint", 0)?;
+    // Same as the serving connection: the checkpoint syncs the WAL, then the database file.
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    Ok(conn)
+}
+
+/// A `PASSIVE` checkpoint on the thread's own connection; past [`RESTART_PAGES`], more
+/// passes and a catch-up so that the WAL restarts; past [`WAL_BOUND_PAGES`], a catch-up
+/// however much is left, or a `TRUNCATE` checkpoint when pages could not be copied (a reader
+/// in another process holds them). Returns the WAL's pages at the end.
+///
+/// Only a checkpoint that copied every page of the WAL lets the next write restart the WAL
+/// from its beginning; otherwise it grows. This process's writes go on committing while a
+/// checkpoint copies and syncs, so a pass ends short; the next pass copies what came
+/// meanwhile, and so on until at most [`CATCH_UP_PAGES`] are left, which the catch-up copies
+/// on the serving connection with its lock held (no write of this process lands meanwhile)
+/// and outside any transaction. The catch-up, a few pages and two syncs, and the sync of the
+/// WAL header by the write that restarts the WAL, are what a write may wait for: once per
+/// [`RESTART_PAGES`] written, instead of a whole checkpoint once per 1,000 pages.
+fn checkpoint(
+    conn: &Connection,
+    serving: &Mutex<Connection>,
+    shared: &Shared,
+) -> rusqlite::Result<u32> {
+    let (mut busy, mut log, mut done) = wal_checkpoint(conn, "PASSIVE")?;
+    tracing::debug!(busy, log, done, "passive WAL checkpoint");
+    if log >= i64::from(RESTART_PAGES) {
+        for pass in 1..=UNLOCKED_PASSES {
+            if busy != 0 || done < log {
+                // Another process's reader holds old pages: catching up would not help.
+                break;
+            }
+            let committed = i64::from(shared.state.lock().wal_pages);
+            if committed <= log {
+                break;
+            }
+            if committed - log <= CATCH_UP_PAGES {
+                let serving = serving.lock();
+                if serving.is_autocommit() {
+                    (busy, log, done) = wal_checkpoint(&serving, "PASSIVE")?;
+                    tracing::debug!(busy, log, done, "catch-up WAL checkpoint");
+                }
+                break;
+            }
+            if pass < UNLOCKED_PASSES {
+                (busy, log, done) = wal_checkpoint(conn, "PASSIVE")?;
+                tracing::debug!(busy, log, done, "passive WAL checkpoint, again");
+            }
+        }
+    }
+    if log > i64::from(WAL_BOUND_PAGES) {
+        if busy == 0 && done >= log {
+            // The passes could not get within CATCH_UP_PAGES of a busy writer (a loaded
+            // host): catch up with whatever is left, holding the serving connection.
+            let serving = serving.lock();
+            if serving.is_autocommit() {
+                (busy, log, done) = wal_checkpoint(&serving, "PASSIVE")?;
+                tracing::info!(busy, log, done, "WAL past its bound: catch-up checkpoint");
+            }
+        }
+        if busy != 0 || done < log {
+            let (busy, pages, done) = wal_checkpoint(conn, "TRUNCATE")?;
+            tracing::info!(
+                busy,
+                pages,
+                done,
+                "WAL past its bound: truncating checkpoint"
+            );
+            log = pages;
+        }
+    }
+    Ok(u32::try_from(log.max(0)).unwrap_or(u32::MAX))
+}
+
+/// `PRAGMA wal_checkpoint(mode)`: (1 when it could not finish, WAL pages, pages copied).
+fn wal_checkpoint(conn: &Connection, mode: &str) -> rusqlite::Result<(i64, i64, i64)> {
+    conn.query_row(&format!("PRAGMA wal_checkpoint({mode})"), [], |r| {
+        Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+    })
+}

@@ -1,0 +1,191 @@
+-- The schema of a new database at user_version 11, one statement per object, as SQLite stores it
+-- after migrations 1-11 (store/create.rs; the unit test there proves it). Never edit: a change
+-- to the schema is a new migration, which new files run after this.
+CREATE TABLE meta_state (
+    id                  INTEGER PRIMARY KEY CHECK (id = 1),
+    lambda_s            REAL    NOT NULL,
+    interaction_count   INTEGER NOT NULL,
+    consecutive_low     INTEGER NOT NULL,
+    alert_active        INTEGER NOT NULL,
+    bayesian_failures   INTEGER NOT NULL,
+    human_review        INTEGER NOT NULL,
+    adjustment_count    INTEGER NOT NULL,
+    last_adjustment_us  INTEGER,
+    global_window       BLOB    NOT NULL,
+    embedder_windows    BLOB    NOT NULL
+) STRICT;
+CREATE TABLE meta_events (
+    id                INTEGER PRIMARY KEY,
+    ts_us             INTEGER NOT NULL,
+    event_type        TEXT    NOT NULL,
+    domain            TEXT,
+    embedder_index    INTEGER,
+    prediction_error  REAL,
+    lambda_s_before   REAL    NOT NULL,
+    lambda_s_after    REAL    NOT NULL,
+    accuracy_avg      REAL,
+    escalated         INTEGER NOT NULL,
+    detail            TEXT    NOT NULL
+) STRICT;
+CREATE INDEX meta_events_ts ON meta_events (ts_us);
+CREATE INDEX meta_events_type_ts ON meta_events (event_type, ts_us);
+CREATE INDEX meta_events_domain_ts ON meta_events (domain, ts_us);
+CREATE INDEX meta_events_type_domain_ts ON meta_events (event_type, domain, ts_us);
+CREATE TABLE meta_event_hours (
+    hour  INTEGER PRIMARY KEY,
+    n     INTEGER NOT NULL
+) STRICT;
+CREATE TABLE predictions (
+    id               INTEGER PRIMARY KEY,
+    ts_us            INTEGER NOT NULL,
+    embedder_index   INTEGER,
+    predicted        REAL    NOT NULL,
+    actual           REAL    NOT NULL,
+    delta_s          REAL,
+    delta_c          REAL,
+    domain           TEXT,
+    ach_level        REAL    NOT NULL,
+    source_id        TEXT
+) STRICT;
+CREATE INDEX predictions_domain ON predictions (domain, id);
+CREATE TABLE open_predictions (
+    id               TEXT    PRIMARY KEY,
+    created_us       INTEGER NOT NULL,
+    delta_s          REAL    NOT NULL,
+    delta_c          REAL    NOT NULL,
+    learning_score   REAL    NOT NULL,
+    domain           TEXT,
+    closed_us        INTEGER
+) STRICT;
+CREATE TABLE directive_history (
+    seq                INTEGER PRIMARY KEY,
+    id                 TEXT    NOT NULL UNIQUE,
+    task_id            TEXT,
+    intervention_type  TEXT    NOT NULL
+        CHECK (intervention_type IN ('MANUAL_FIX', 'FEEDBACK', 'OVERRIDE', 'ESCALATION')),
+    description        TEXT    NOT NULL,
+    actor              TEXT    NOT NULL,
+    created_us         INTEGER NOT NULL
+, task_key TEXT) STRICT;
+CREATE INDEX directive_history_created ON directive_history (created_us);
+CREATE TABLE atc_observations (
+    seq             INTEGER PRIMARY KEY,
+    ts_us           INTEGER NOT NULL,
+    embedder_id     INTEGER NOT NULL CHECK (embedder_id BETWEEN 1 AND 13),
+    confidence      REAL    NOT NULL CHECK (confidence BETWEEN 0.0 AND 1.0),
+    correct         INTEGER NOT NULL CHECK (correct IN (0, 1)),
+    domain          TEXT    NOT NULL,
+    threshold_name  TEXT,
+    threshold_used  REAL
+) STRICT;
+CREATE INDEX atc_observations_embedder ON atc_observations (embedder_id, seq);
+CREATE TABLE atc_thresholds (
+    domain  TEXT NOT NULL,
+    name    TEXT NOT NULL,
+    value   REAL NOT NULL,
+    PRIMARY KEY (domain, name)
+) STRICT;
+CREATE TABLE atc_temperatures (
+    embedder_id  INTEGER PRIMARY KEY CHECK (embedder_id BETWEEN 1 AND 13),
+    temperature  REAL    NOT NULL
+) STRICT;
+CREATE TABLE atc_bandit_arms (
+    domain           TEXT    NOT NULL,
+    candidate_index  INTEGER NOT NULL,
+    candidate        REAL    NOT NULL,
+    successes        INTEGER NOT NULL,
+    failures         INTEGER NOT NULL,
+    PRIMARY KEY (domain, candidate_index)
+) STRICT;
+CREATE TABLE atc_domains (
+    domain              TEXT PRIMARY KEY,
+    selected_threshold  REAL,
+    last_level4_us      INTEGER
+) STRICT;
+CREATE TABLE atc_threshold_drift (
+    domain    TEXT    NOT NULL,
+    name      TEXT    NOT NULL,
+    alpha     REAL    NOT NULL,
+    mean      REAL    NOT NULL,
+    variance  REAL    NOT NULL,
+    count     INTEGER NOT NULL,
+    PRIMARY KEY (domain, name)
+) STRICT;
+CREATE TABLE atc_gap_drift (
+    embedder_id  INTEGER PRIMARY KEY,
+    alpha        REAL    NOT NULL,
+    mean         REAL    NOT NULL,
+    variance     REAL    NOT NULL,
+    count        INTEGER NOT NULL
+) STRICT;
+CREATE TABLE beliefs (
+    seq                INTEGER PRIMARY KEY,
+    id                 TEXT    NOT NULL UNIQUE,
+    normalised_target  TEXT    NOT NULL UNIQUE,
+    target             TEXT    NOT NULL,
+    status             TEXT    NOT NULL
+        CHECK (status IN ('active', 'hypothetical', 'verified', 'denied', 'retracted')),
+    confidence         REAL    NOT NULL CHECK (confidence BETWEEN 0.0 AND 1.0),
+    entropy            REAL    NOT NULL,
+    rationale          TEXT    NOT NULL,
+    uncertainty_type   TEXT
+        CHECK (uncertainty_type IS NULL OR uncertainty_type IN ('epistemic', 'aleatory', 'mixed')),
+    source_nodes       TEXT    NOT NULL,
+    created_us         INTEGER NOT NULL,
+    updated_us         INTEGER NOT NULL
+) STRICT;
+CREATE INDEX beliefs_status ON beliefs (status);
+CREATE TABLE belief_events (
+    seq                INTEGER PRIMARY KEY,
+    belief_seq         INTEGER NOT NULL REFERENCES beliefs (seq),
+    action             TEXT    NOT NULL,
+    input_confidence   REAL    NOT NULL,
+    status_before      TEXT,
+    status_after       TEXT    NOT NULL,
+    confidence_before  REAL,
+    confidence_after   REAL    NOT NULL,
+    rationale          TEXT    NOT NULL,
+    at_us              INTEGER NOT NULL
+) STRICT;
+CREATE INDEX belief_events_belief ON belief_events (belief_seq, seq);
+CREATE TABLE lessons (
+    seq                   INTEGER PRIMARY KEY,
+    id                    TEXT    NOT NULL UNIQUE,
+    task_id               TEXT    NOT NULL,
+    strategy_description  TEXT    NOT NULL,
+    normalised_strategy   TEXT    NOT NULL,
+    rca_summary           TEXT    NOT NULL,
+    failure_type          TEXT    NOT NULL CHECK (failure_type IN ('ARCHITECTURAL_MISUNDERSTANDING',
+                              'TOOL_MISUSE', 'DEPENDENCY_CONFLICT', 'LOGIC_ERROR', 'UNKNOWN')),
+    source_agent          TEXT    NOT NULL,
+    is_active             INTEGER NOT NULL DEFAULT 1 CHECK (is_active IN (0, 1)),
+    created_us            INTEGER NOT NULL, strategy_spans BLOB NOT NULL DEFAULT x'', task_key TEXT NOT NULL DEFAULT '',
+    UNIQUE (task_id, normalised_strategy)
+) STRICT;
+CREATE VIRTUAL TABLE lessons_fts USING fts5(terms, tokenize = 'unicode61');
+CREATE VIRTUAL TABLE lessons_fts_vocab USING fts5vocab(lessons_fts, 'row');
+CREATE TABLE vertices (
+    id           TEXT    PRIMARY KEY,
+    seq          INTEGER NOT NULL UNIQUE,
+    updated_us   INTEGER NOT NULL,
+    e1           BLOB    NOT NULL,
+    fingerprint  BLOB    NOT NULL
+) STRICT;
+CREATE TABLE vertex_versions (
+    vertex_id    TEXT    NOT NULL,
+    version      INTEGER NOT NULL,
+    created_us   INTEGER NOT NULL,
+    fingerprint  BLOB    NOT NULL,
+    PRIMARY KEY (vertex_id, version)
+) STRICT;
+CREATE TABLE surprise_histograms (
+    embedder_index  INTEGER PRIMARY KEY CHECK (embedder_index BETWEEN 0 AND 12),
+    counts          BLOB    NOT NULL
+) STRICT;
+CREATE TABLE meta_windows (
+    window  INTEGER PRIMARY KEY CHECK (window BETWEEN 0 AND 13),
+    vals    BLOB    NOT NULL
+) STRICT;
+CREATE UNIQUE INDEX lessons_task_key_strategy ON lessons (task_key, normalised_strategy);
+CREATE INDEX lessons_active_by_key ON lessons (task_key, is_active, seq);
+CREATE INDEX directive_history_task_key ON directive_history (task_key, created_us);
