@@ -111,7 +111,7 @@ fn quantise(x: &[f32], qmax: f32) -> Quantised {
 /// On x86-64 CPUs with AVX2 it runs as [`idot_avx2`] (sign-extend and multiply-add sixteen
 /// coordinates in one instruction each, where the SSE2 baseline needs unpack-and-shift
 /// sequences). Integer sums are exact in any order, so the result is the same on every CPU.
-fn idot(q: &[i16], row: &[i8]) -> i32 {
+pub(crate) fn idot(q: &[i16], row: &[i8]) -> i32 {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") {
         // SAFETY: `idot_avx2` only requires the AVX2 instructions, detected on this CPU just
