@@ -7,7 +7,7 @@
 //!
 //! Life cycle (issue 15): the server starts with the state *loading* when a model folder was
 //! chosen, answers `initialize` and every call at once, and loads the weights on a thread of
-//! its own ([`start`]). A blacklist check arriving during the load waits for it (about a
+//! its own ([`load_and_backfill`], started by `App::start_embedding`). A blacklist check arriving during the load waits for it (about a
 //! second, once). Then the thread embeds, 32 at a time, every stored lesson without a vector
 //! of this model, each batch in its own short write transaction.
 
@@ -24,7 +24,7 @@ use crate::store::{Db, Store, StoreError};
 /// Proposals kept embedded; the cache is emptied when it is full (a check's `prepare` step and
 /// its run need the same text twice within one call).
 const CACHE_ENTRIES: usize = 256;
-/// Lessons embedded per back-fill transaction.
+/// Lessons embedded per back-fill transaction (the engine's batch size).
 const BACKFILL_BATCH: usize = 32;
 /// Vectors read per catch-up query of the related-lessons index.
 const CATCH_UP_ROWS: usize = 4096;
@@ -374,7 +374,7 @@ pub fn load_and_backfill(semantic: &Semantic, store: &Store, dir: &std::path::Pa
     }
 }
 
-/// Gives every lesson in `store` without a vector of `model` one, [`BACKFILL_BATCH`] lessons
+/// Gives every lesson in `store` without a vector of `model` one, 32 lessons
 /// per write transaction (embedded before the transaction begins). Returns how many it
 /// embedded. Another process back-filling at the same time only repeats work.
 ///
