@@ -26,6 +26,8 @@
 //! eprintln!("{}", table("embedding + guard, held out", &cv.held_out));   // cv.final_threshold
 //! ```
 
+mod common;
+
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
@@ -669,9 +671,8 @@ mod tests {
 #[cfg(all(test, feature = "embedding"))]
 mod embedding_eval {
     use super::*;
-    use std::io::Write as _;
 
-    use meta_utl_mcp::embedding::{Embedder, MODEL_ENV};
+    use meta_utl_mcp::embedding::Embedder;
     use meta_utl_mcp::service::lessons::guard;
     use meta_utl_mcp::service::lessons::lexical::LexicalText;
     use meta_utl_mcp::service::lessons::vectors::{EMBEDDING_THRESHOLD, cosine_score};
@@ -716,15 +717,10 @@ mod embedding_eval {
     /// --nocapture` to see the tables.
     #[test]
     fn embedding_matcher_meets_its_targets() {
-        let Some(dir) = std::env::var_os(MODEL_ENV).filter(|v| !v.is_empty() && v != "off") else {
-            let _ = writeln!(
-                std::io::stderr(),
-                "embedding_matcher_meets_its_targets: skipped: no embedding model (set \
-                 {MODEL_ENV}, see scripts/fetch_model.sh)"
-            );
+        let Some(dir) = crate::common::real_model("embedding_matcher_meets_its_targets") else {
             return;
         };
-        let model = Embedder::load(std::path::Path::new(&dir)).expect("load the model");
+        let model = Embedder::load(&dir).expect("load the model");
         let dev = dev_set();
         let fresh = fresh_set();
         let mut vectors = embed_all(&model, &dev);

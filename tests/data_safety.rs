@@ -473,8 +473,7 @@ fn an_sqlite_uri_is_refused_not_opened() {
     let work = dir.path().join("cwd");
     std::fs::create_dir(&work).unwrap();
     let uri = format!("file:{}/u.db?cache=private", dir.path().display());
-    let out = Command::new(bin())
-        .env("META_UTL_EMBEDDING_MODEL", "off")
+    let out = common::command()
         .args(["--db", &uri])
         .current_dir(&work)
         .env_remove("META_UTL_DB")

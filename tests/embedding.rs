@@ -4,6 +4,8 @@
 
 #![cfg(feature = "embedding")]
 
+mod common;
+
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -11,6 +13,7 @@ use std::path::{Path, PathBuf};
 use candle_core::{DType, Device};
 use candle_nn::{VarBuilder, VarMap};
 use candle_transformers::models::bert::{BertModel, Config};
+use common::real_model;
 use meta_utl_mcp::embedding::{
     DEFAULT_MODEL_SHA256, Embedder, EmbeddingError, MODEL_ENV, install_model,
     install_model_checked, sha256_file,
@@ -23,21 +26,6 @@ const MAX_COMPONENT_DIFF: f32 = 1e-4;
 const MIN_COSINE: f32 = 0.9999;
 /// How far apart the same text's vector may be across batches (f32 summation order only).
 const BATCH_TOLERANCE: f32 = 1e-5;
-
-/// The real model folder, or `None` after saying on the test's stderr that the test is skipped.
-/// Written to the stderr handle itself, so the line shows even when the test passes.
-fn real_model(test: &str) -> Option<PathBuf> {
-    match std::env::var_os(MODEL_ENV).filter(|v| !v.is_empty()) {
-        Some(dir) => Some(PathBuf::from(dir)),
-        None => {
-            let _ = writeln!(
-                std::io::stderr(),
-                "{test}: skipped: no embedding model (set {MODEL_ENV}, see scripts/fetch_model.sh)"
-            );
-            None
-        }
-    }
-}
 
 fn dot(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()

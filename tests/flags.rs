@@ -3,11 +3,10 @@
 
 mod common;
 
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 fn run(args: &[&str], env: &[(&str, &str)], unset: &[&str]) -> (Option<i32>, String) {
-    let mut cmd = Command::new(common::bin());
-    cmd.env("META_UTL_EMBEDDING_MODEL", "off");
+    let mut cmd = common::command();
     cmd.args(args).stdin(Stdio::null()).stdout(Stdio::null());
     for (k, v) in env {
         cmd.env(k, v);
@@ -46,8 +45,7 @@ fn an_empty_database_variable_means_the_default_location() {
 #[test]
 fn without_home_or_xdg_the_server_asks_for_a_path() {
     let dir = tempfile::tempdir().unwrap();
-    let mut cmd = Command::new(common::bin());
-    cmd.env("META_UTL_EMBEDDING_MODEL", "off");
+    let mut cmd = common::command();
     let out = cmd
         .current_dir(dir.path())
         .env_remove("HOME")

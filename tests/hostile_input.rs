@@ -111,11 +111,10 @@ fn peak_rss(pid: u32) -> Option<u64> {
 /// (or everything is sent); returns the server's peak RSS.
 fn peak_rss_while_flooded(lines: Vec<Vec<u8>>) -> Option<u64> {
     use std::io::Write;
-    use std::process::{Command, Stdio};
+    use std::process::Stdio;
     peak_rss(std::process::id())?;
     let dir = tempfile::tempdir().unwrap();
-    let mut child = Command::new(common::bin())
-        .env("META_UTL_EMBEDDING_MODEL", "off")
+    let mut child = common::command()
         .arg("--db")
         .arg(dir.path().join("state.db"))
         .env("RUST_LOG", "warn")

@@ -146,8 +146,7 @@ fn a_profile_publishes_and_accepts_only_its_families() {
     // The environment variable does the same; the default is every family.
     let mut s = Server::start();
     assert_eq!(names(&mut s).len(), 16);
-    let out = std::process::Command::new(common::bin())
-        .env("META_UTL_EMBEDDING_MODEL", "off")
+    let out = common::command()
         .args(["--db", ":memory:"])
         .env("META_UTL_TOOLS", "utl")
         .stdin(std::process::Stdio::piped())
@@ -173,8 +172,7 @@ fn a_profile_publishes_and_accepts_only_its_families() {
     assert_eq!(listed, ["gwt_compute_delta_sc"]);
 
     // An unknown family is refused at start-up, naming the allowed ones.
-    let out = std::process::Command::new(common::bin())
-        .env("META_UTL_EMBEDDING_MODEL", "off")
+    let out = common::command()
         .args(["--db", ":memory:", "--tools", "lessons,memory"])
         .stdin(std::process::Stdio::null())
         .output()

@@ -5,33 +5,15 @@
 
 mod common;
 
-use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{Server, bin};
+use common::{MODEL_ENV, Server, bin, real_model};
 use serde_json::{Value, json};
 
-/// The environment variable naming the model folder (as the server reads it).
-const MODEL_ENV: &str = "META_UTL_EMBEDDING_MODEL";
 /// How long the server may take to load the model and embed the stored lessons.
 const BACKFILL_WAIT: Duration = Duration::from_secs(60);
-
-/// The real model folder, or `None` after saying on stderr that `test` is skipped.
-fn real_model(test: &str) -> Option<PathBuf> {
-    match std::env::var_os(MODEL_ENV).filter(|v| !v.is_empty() && v != "off") {
-        Some(dir) => Some(PathBuf::from(dir)),
-        None => {
-            let _ = writeln!(
-                std::io::stderr(),
-                "{test}: skipped: no embedding model (set {MODEL_ENV} to a folder made by \
-                 scripts/fetch_model.sh)"
-            );
-            None
-        }
-    }
-}
 
 fn start_with_model(db: &Path, model: &Path) -> Server {
     let mut s = Server::start_at(db, &["--embedding-model", model.to_str().unwrap()]);

@@ -26,8 +26,7 @@ fn sigterm_while_busy(lines: &[String], after: Duration) {
     let dir = tempfile::tempdir().unwrap();
     let (pipe_out, mut pipe_in) = std::io::pipe().unwrap();
     let leftover_end = pipe_out.try_clone().unwrap();
-    let mut child = Command::new(common::bin())
-        .env("META_UTL_EMBEDDING_MODEL", "off")
+    let mut child = common::command()
         .arg("--db")
         .arg(dir.path().join("state.db"))
         .env("RUST_LOG", "info")
@@ -127,8 +126,7 @@ fn sigterm_answers_every_complete_line_already_taken_from_stdin() {
 #[test]
 fn sigterm_ends_a_server_whose_client_does_not_read_within_the_grace_period() {
     let dir = tempfile::tempdir().unwrap();
-    let mut child = Command::new(common::bin())
-        .env("META_UTL_EMBEDDING_MODEL", "off")
+    let mut child = common::command()
         .arg("--db")
         .arg(dir.path().join("state.db"))
         .env("RUST_LOG", "info")

@@ -4,9 +4,9 @@
 mod common;
 
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
-use common::{Server, bin, pipe};
+use common::{Server, pipe};
 use serde_json::{Value, json};
 
 fn record_line(id: usize, embedder: usize) -> String {
@@ -100,8 +100,7 @@ fn eight_processes_lose_no_update() {
 fn kill_9_loses_nothing_that_was_answered() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("state.db");
-    let mut child = Command::new(bin())
-        .env("META_UTL_EMBEDDING_MODEL", "off")
+    let mut child = common::command()
         .arg("--db")
         .arg(&db)
         .stdin(Stdio::piped())
@@ -197,8 +196,7 @@ fn new_files_are_private_to_the_owner() {
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data-home");
-    let out = Command::new(bin())
-        .env("META_UTL_EMBEDDING_MODEL", "off")
+    let out = common::command()
         .env("XDG_DATA_HOME", &data)
         .env_remove("META_UTL_DB")
         .stdin(Stdio::null())
@@ -264,8 +262,7 @@ fn old_events_are_deleted_at_start_up_and_nothing_else() {
 fn the_database_path_comes_from_the_flag_or_the_environment() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("from-env.db");
-    let out = Command::new(bin())
-        .env("META_UTL_EMBEDDING_MODEL", "off")
+    let out = common::command()
         .env("META_UTL_DB", &db)
         .stdin(Stdio::null())
         .output()

@@ -25,6 +25,36 @@ pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_meta-utl-mcp")
 }
 
+/// The binary under test with the lexical matcher pinned (`META_UTL_EMBEDDING_MODEL=off`): CI
+/// exports a model folder for the semantic tests, and a developer may have one installed in the
+/// default folder; a test that wants the model passes `--embedding-model DIR`, which wins over
+/// the environment. Every server a test starts is built from this.
+pub fn command() -> Command {
+    let mut cmd = Command::new(bin());
+    cmd.env("META_UTL_EMBEDDING_MODEL", "off");
+    cmd
+}
+
+/// The environment variable naming the real model folder for the tests that need the
+/// weights (the server reads it too; `scripts/fetch_model.sh` makes the folder).
+pub const MODEL_ENV: &str = "META_UTL_EMBEDDING_MODEL";
+
+/// The real embedding model's folder, or `None` after saying on stderr that `test` is skipped
+/// (written to the stderr handle itself, so the line shows even when the test passes).
+pub fn real_model(test: &str) -> Option<PathBuf> {
+    match std::env::var_os(MODEL_ENV).filter(|v| !v.is_empty() && v != "off") {
+        Some(dir) => Some(PathBuf::from(dir)),
+        None => {
+            let _ = writeln!(
+                std::io::stderr(),
+                "{test}: skipped: no embedding model (set {MODEL_ENV} to a folder made by \
+                 scripts/fetch_model.sh)"
+            );
+            None
+        }
+    }
+}
+
 /// A running server.
 pub struct Server {
     child: Child,
@@ -50,15 +80,11 @@ impl Server {
 
     /// A server on the given database file with extra flags.
     pub fn start_at(db: &Path, extra: &[&str]) -> Server {
-        let mut child = Command::new(bin())
+        let mut child = command()
             .arg("--db")
             .arg(db)
             .args(extra)
             .env_remove("META_UTL_DB")
-            // The lexical matcher unless a test passes `--embedding-model DIR` (which wins over
-            // the environment): CI exports a model folder for the semantic tests, and a
-            // developer may have one installed in the default folder.
-            .env("META_UTL_EMBEDDING_MODEL", "off")
             .env("RUST_LOG", "warn")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -270,11 +296,10 @@ impl Drop for Server {
 /// Run the binary with all of `input` piped to stdin, wait for exit; returns (status, stdout
 /// lines, stderr).
 pub fn pipe(db: &Path, input: &[u8]) -> (ExitStatus, Vec<String>, String) {
-    let mut child = Command::new(bin())
+    let mut child = command()
         .arg("--db")
         .arg(db)
         .env_remove("META_UTL_DB")
-        .env("META_UTL_EMBEDDING_MODEL", "off")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
