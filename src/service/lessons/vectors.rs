@@ -5,6 +5,9 @@
 //! Vectors are L2-normalised (the embedding engine's output), so their dot product is their
 //! cosine similarity.
 
+use crate::service::delta_sc::distance::dot;
+use crate::service::delta_sc::index::idot;
+
 /// Minimum cosine similarity of sentence embeddings (all-MiniLM-L6-v2) for a `similar` match,
 /// with the guard applied ([`super::matching::decide`]).
 ///
@@ -22,19 +25,12 @@
 pub const EMBEDDING_THRESHOLD: f64 = 0.61;
 
 /// Cosine similarity of two L2-normalised vectors as a score in [0, 1]: their dot product
-/// (accumulated in `f64`), clamped below at 0 (opposite meanings are as unrelated as
-/// unrelated ones for the blacklist) and above at 1 (rounding). Vectors of different lengths
-/// compare their common prefix; callers pass equal lengths.
+/// ([`dot`], the ΔS/ΔC family's vectorised f32 dot product), clamped below at 0 (opposite
+/// meanings are as unrelated as unrelated ones for the blacklist) and above at 1 (rounding).
+/// Vectors of different lengths compare their common prefix; callers pass equal lengths.
 pub fn cosine_score(a: &[f32], b: &[f32]) -> f64 {
-    let dot: f64 = a
-        .iter()
-        .zip(b)
-        .map(|(x, y)| f64::from(*x) * f64::from(*y))
-        .sum();
-    dot.clamp(0.0, 1.0)
+    f64::from(dot(a, b)).clamp(0.0, 1.0)
 }
-
-use crate::service::delta_sc::index::idot;
 
 /// Scale of the `i8` components of [`QuantizedIndex`]: a unit vector's components lie in
 /// [−1, 1] and are stored as `round(x · 127)`.
