@@ -108,10 +108,38 @@ enum State {
     Ready(Arc<Model>),
 }
 
+/// Requests to the `embedding` thread to embed the lessons that lack a vector of the model: a
+/// check that met such lessons (logged by a server without the model, or imported by the
+/// console) embeds them for itself, and asks here that they be stored, so that later checks
+/// read them instead of embedding them again.
+#[derive(Debug, Default)]
+pub struct BackfillRequests {
+    wanted: Mutex<bool>,
+    wake: Condvar,
+}
+
+impl BackfillRequests {
+    /// Asks for a back-fill; several requests before the thread wakes count as one.
+    pub fn request(&self) {
+        *self.wanted.lock() = true;
+        self.wake.notify_one();
+    }
+
+    /// Waits up to `timeout` for a request; true (and the request taken) when there was one.
+    pub fn wait(&self, timeout: std::time::Duration) -> bool {
+        let mut wanted = self.wanted.lock();
+        if !*wanted {
+            self.wake.wait_for(&mut wanted, timeout);
+        }
+        std::mem::take(&mut *wanted)
+    }
+}
+
 /// The server's embedding matcher state, shared by every call (see the module docs).
 pub struct Semantic {
     state: Mutex<State>,
     loaded: Condvar,
+    requests: Arc<BackfillRequests>,
     cache: Mutex<HashMap<String, Arc<[f32]>>>,
     related: Mutex<Option<Related>>,
 }
@@ -142,6 +170,7 @@ impl Semantic {
         Semantic {
             state: Mutex::new(state),
             loaded: Condvar::new(),
+            requests: Arc::default(),
             cache: Mutex::new(HashMap::new()),
             related: Mutex::new(None),
         }
@@ -168,6 +197,16 @@ impl Semantic {
                 State::Loading => self.loaded.wait(&mut state),
             }
         }
+    }
+
+    /// The back-fill requests the `embedding` thread waits on.
+    pub fn backfill_requests(&self) -> Arc<BackfillRequests> {
+        self.requests.clone()
+    }
+
+    /// Asks the `embedding` thread to store vectors for the lessons that lack one.
+    pub fn request_backfill(&self) {
+        self.requests.request();
     }
 
     /// `text`'s vector under `model`, from the cache or embedded now.
@@ -342,7 +381,8 @@ fn check_folder(dir: &std::path::Path) -> Result<(), String> {
 
 /// Loads the model in `dir`, hands it to `semantic` (which must be [`Semantic::loading`]),
 /// then back-fills the vectors of the lessons in `store` that have none of this model. Blocks:
-/// the server runs it on a thread of its own (`App::start_embedding`). A load that fails logs
+/// the server runs it on a thread of its own (`App::start_embedding`), which then stays to
+/// serve [`BackfillRequests`]. A load that fails logs
 /// the reason and leaves the lexical matcher on.
 pub fn load_and_backfill(semantic: &Semantic, store: &Store, dir: &std::path::Path) {
     let started = std::time::Instant::now();
@@ -365,6 +405,11 @@ pub fn load_and_backfill(semantic: &Semantic, store: &Store, dir: &std::path::Pa
             return;
         }
     }
+    backfill_logged(semantic, store);
+}
+
+/// [`backfill`] with the semantic state's model (nothing without one), logging what it did.
+pub fn backfill_logged(semantic: &Semantic, store: &Store) {
     if let Some(model) = semantic.model() {
         match backfill(store, &model) {
             Ok(0) => {}

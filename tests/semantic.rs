@@ -168,6 +168,45 @@ fn lessons_carry_vectors_and_old_lessons_are_embedded_in_the_background() {
 }
 
 #[test]
+fn a_lesson_logged_by_a_server_without_the_model_is_stored_with_a_vector_after_a_check() {
+    let Some(model) = real_model("a_lesson_logged_by_a_server_without_the_model") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("state.db");
+    let mut with_model = start_with_model(&db, &model);
+    // A first check waits for the model; the start-up back-fill after it (of an empty
+    // database: one query) is over long before the lesson below is logged, so only the
+    // check's request can give that lesson its vector.
+    check(&mut with_model, "T", "warm up");
+    std::thread::sleep(Duration::from_millis(500));
+    let mut lexical = Server::start_at(&db, &[]);
+    lexical.initialize("2025-06-18");
+    log(&mut lexical, "T", "Parse the HTML with regular expressions");
+    assert_eq!(stored_vectors(&db)[0].1, None);
+
+    // The check embeds the lesson for itself and blocks; the embedding thread then stores
+    // the vector, so that later checks read it.
+    let r = check(
+        &mut with_model,
+        "T",
+        "I tried using a regex to parse the html page",
+    );
+    assert_eq!(r["blacklisted"], true, "{r}");
+    let started = Instant::now();
+    while stored_vectors(&db)[0].1.as_deref() != Some("all-MiniLM-L6-v2") {
+        assert!(
+            started.elapsed() < BACKFILL_WAIT,
+            "no vector after {BACKFILL_WAIT:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    lexical.finish();
+    let (status, _, stderr) = with_model.finish();
+    assert!(status.success(), "{stderr}");
+}
+
+#[test]
 fn related_lessons_are_ranked_by_meaning() {
     let Some(model) = real_model("related_lessons_are_ranked_by_meaning") else {
         return;

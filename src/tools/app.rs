@@ -105,7 +105,10 @@ impl App {
 
     /// Loads the embedding model in `dir` on a thread of its own, then gives the stored lessons
     /// their vectors ([`crate::semantic::load_and_backfill`]); calls that need the model wait
-    /// for the load. The app must have been built [`App::with_embedding`]`(Semantic::loading())`.
+    /// for the load. The thread stays to back-fill again when a check asks
+    /// ([`Semantic::request_backfill`]); it holds the app only while it works, and ends within
+    /// [`BACKFILL_POLL`] of the app's end, so the store still closes last. The app must have
+    /// been built [`App::with_embedding`]`(Semantic::loading())`.
     ///
     /// # Errors
     /// When the thread cannot be started; the lexical matcher is then used.
@@ -113,10 +116,22 @@ impl App {
         self: &std::sync::Arc<App>,
         dir: std::path::PathBuf,
     ) -> std::io::Result<()> {
-        let app = self.clone();
+        let app = std::sync::Arc::downgrade(self);
+        let requests = self.semantic.backfill_requests();
         std::thread::Builder::new()
             .name("embedding".into())
-            .spawn(move || crate::semantic::load_and_backfill(&app.semantic, &app.store, &dir))
+            .spawn(move || {
+                if let Some(app) = app.upgrade() {
+                    crate::semantic::load_and_backfill(&app.semantic, &app.store, &dir);
+                }
+                loop {
+                    let wanted = requests.wait(BACKFILL_POLL);
+                    let Some(app) = app.upgrade() else { return };
+                    if wanted {
+                        crate::semantic::backfill_logged(&app.semantic, &app.store);
+                    }
+                }
+            })
             .map(|_| ())
             .inspect_err(|_| self.semantic.finish(None))
     }
@@ -348,6 +363,10 @@ impl App {
         Err(RpcError::internal(failure))
     }
 }
+
+/// How often the `embedding` thread looks whether the app has ended while it waits for
+/// back-fill requests.
+pub const BACKFILL_POLL: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// The current time truncated to whole microseconds, the store's resolution, so that what a
 /// call reports equals what a later call reads back.

@@ -288,6 +288,10 @@ fn embedding_scores(
         .filter(|(_, v)| v.is_none())
         .map(|(c, _)| c.normalised.as_str())
         .collect();
+    if !missing.is_empty() {
+        // Embedded here for this check; stored by the embedding thread for the next ones.
+        ctx.semantic.request_backfill();
+    }
     let embedded = ctx.semantic.embed(&model, strategy).and_then(|query| {
         let fresh = model.embed(&missing)?;
         Ok((query, fresh))
