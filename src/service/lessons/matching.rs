@@ -13,23 +13,16 @@
 //! Containment works on whole tokens, so the lesson `"use"` does not match inside `"reuse"`, and
 //! punctuation between words does not matter (`"cache, then retry"` contains `"cache then"`).
 //!
-//! Two forms of `similar`:
-//!
-//! - **[`decide`]** (issue 15): any similarity score with its threshold — [`lexical_similarity`]
-//!   against [`LEXICAL_THRESHOLD`] ([`decide_lexical`]), or later the cosine of sentence
-//!   embeddings — and the guard ([`super::guard::check`]): a lesson that scores above the
-//!   threshold but that the proposal reverses or retargets is a *near miss*, not a block.
-//! - **[`best_match`] / [`best_match_tokens`] / [`match_strategy`]**, which the tool layer calls
-//!   today: Sørensen–Dice of the raw token multisets ≥ [`SIMILARITY_THRESHOLD`] (0.8), no guard.
-//!   Measured on the development set it reaches F1 0.44 against 0.96 for [`decide_lexical`]
-//!   (`service::lessons::eval`); they stay until the tool layer moves to [`decide`].
+//! [`decide`] (issue 15) takes any similarity score with its threshold — [`lexical_similarity`]
+//! against [`LEXICAL_THRESHOLD`] ([`decide_lexical`]), or the cosine of sentence embeddings
+//! against [`super::vectors::EMBEDDING_THRESHOLD`] — and the guard ([`super::guard::check`]): a
+//! lesson that scores above the threshold but that the proposal reverses or retargets is a
+//! *near miss*, not a block. (The first round's rule, word-Dice of the raw tokens ≥ 0.8 with no
+//! guard, reached F1 0.44 on the development set; `tests/blacklist_eval.rs` still prints it.)
 
 use super::guard::{self, GuardReason};
 use super::lexical::LexicalText;
 use super::text::word_tokens;
-
-/// Minimum Sørensen–Dice coefficient for a `similar` match (SPEC §4 lessons: "similarity ≥ 0.8").
-pub const SIMILARITY_THRESHOLD: f64 = 0.8;
 
 /// How a proposal matched a lesson. Variants are in priority order: when several lessons match,
 /// the best match type wins, then the higher score.
@@ -41,7 +34,7 @@ pub enum MatchType {
     Contains,
     /// The lesson's strategy contains the proposal (whole words).
     ContainedIn,
-    /// Sørensen–Dice similarity of the word multisets is at least [`SIMILARITY_THRESHOLD`].
+    /// The similarity score clears the matcher's threshold and the guard lets it count.
     Similar,
 }
 
@@ -119,35 +112,6 @@ fn contains_run(haystack: &[&str], needle: &[&str]) -> bool {
         && haystack.windows(needle.len()).any(|w| w == needle)
 }
 
-/// Matches a proposed strategy against one lesson's strategy. Both arguments must already be
-/// normalised with [`super::text::normalise_strategy`].
-///
-/// Returns `None` when there is no match, and always `None` when either side is empty (an empty
-/// proposal is never blacklisted). See the module table for the order and the scores.
-pub fn match_strategy(proposal: &str, lesson: &str) -> Option<StrategyMatch> {
-    match_prepared(
-        proposal,
-        &word_tokens(proposal),
-        lesson,
-        &word_tokens(lesson),
-    )
-}
-
-/// [`match_strategy`] with both sides' tokens ([`word_tokens`]) computed by the caller.
-fn match_prepared(proposal: &str, p: &[&str], lesson: &str, l: &[&str]) -> Option<StrategyMatch> {
-    if let Some(m) = structural_match(proposal, p, lesson, l) {
-        return Some(m);
-    }
-    if proposal.is_empty() || lesson.is_empty() {
-        return None;
-    }
-    let dice = dice_coefficient(p, l);
-    (dice >= SIMILARITY_THRESHOLD).then_some(StrategyMatch {
-        match_type: MatchType::Similar,
-        score: dice,
-    })
-}
-
 /// The `exact`, `contains` and `contained_in` rules of the module table (no similarity), on
 /// normalised texts and their [`word_tokens`]. `None` when either side is empty.
 fn structural_match(proposal: &str, p: &[&str], lesson: &str, l: &[&str]) -> Option<StrategyMatch> {
@@ -173,50 +137,6 @@ fn structural_match(proposal: &str, p: &[&str], lesson: &str, l: &[&str]) -> Opt
         });
     }
     None
-}
-
-/// The best match of `proposal` among `lessons` (each a normalised strategy), with its index.
-///
-/// Best = highest priority [`MatchType`], then highest score, then the earliest index (so the
-/// caller's order, e.g. oldest lesson first, breaks ties). `None` when nothing matches or the
-/// proposal is empty. The proposal is tokenised once; each lesson once.
-pub fn best_match<'a, I>(proposal: &str, lessons: I) -> Option<(usize, StrategyMatch)>
-where
-    I: IntoIterator<Item = &'a str>,
-{
-    best_match_tokens(proposal, lessons.into_iter().map(|l| (l, word_tokens(l))))
-}
-
-/// [`best_match`] over lessons given with their tokens (`(normalised strategy,
-/// word_tokens(strategy))`, e.g. kept by the store), so that no stored strategy is segmented
-/// again.
-pub fn best_match_tokens<'a, I>(proposal: &str, lessons: I) -> Option<(usize, StrategyMatch)>
-where
-    I: IntoIterator<Item = (&'a str, Vec<&'a str>)>,
-{
-    if proposal.is_empty() {
-        return None;
-    }
-    let p = word_tokens(proposal);
-    let mut best: Option<(usize, StrategyMatch)> = None;
-    for (i, (lesson, l)) in lessons.into_iter().enumerate() {
-        let Some(m) = match_prepared(proposal, &p, lesson, &l) else {
-            continue;
-        };
-        let better = match &best {
-            None => true,
-            Some((_, b)) => {
-                m.match_type < b.match_type || (m.match_type == b.match_type && m.score > b.score)
-            }
-        };
-        if better {
-            best = Some((i, m));
-            if m.match_type == MatchType::Exact {
-                break;
-            }
-        }
-    }
-    best
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -383,15 +303,33 @@ mod tests {
 
     const TOL: f64 = 1e-12;
 
+    /// The structural rules of the module table on two raw strategies.
     fn check(proposal: &str, lesson: &str) -> Option<StrategyMatch> {
-        match_strategy(&normalise_strategy(proposal), &normalise_strategy(lesson))
+        let (p, l) = (normalise_strategy(proposal), normalise_strategy(lesson));
+        structural_match(&p, &word_tokens(&p), &l, &word_tokens(&l))
+    }
+
+    /// `decide` on the structural rules alone (every similarity score 0, threshold 1).
+    fn structural_decision(proposal: &str, lessons: &[&str]) -> Option<(usize, StrategyMatch)> {
+        let p = normalise_strategy(proposal);
+        decide(
+            &p,
+            lessons.iter().map(|l| Candidate {
+                normalised: l,
+                tokens: word_tokens(l),
+                score: 0.0,
+            }),
+            1.0,
+        )
+        .blocked
     }
 
     #[test]
     fn match_table() {
         use MatchType::*;
         // (proposal, lesson, expected match type, expected score); scores by hand from the module
-        // table: token counts of the shorter / longer side, or 2·common / (|A| + |B|).
+        // table: token counts of the shorter / longer side. (Similarity is the scorer's: see
+        // `dice_reference_values` and `lexical_similarity_reference_values`.)
         let cases: &[(&str, &str, Option<MatchType>, f64)] = &[
             // Case, whitespace and surrounding punctuation are normalised away.
             ("Use the CACHE.", "use   the cache", Some(Exact), 1.0),
@@ -414,23 +352,9 @@ mod tests {
             ("reuse the buffer", "use", None, 0.0),
             ("use", "reuse the buffer", None, 0.0),
             ("use the buffer", "use", Some(Contains), 1.0 / 3.0),
-            // Paraphrase changing 2 words of 10: dice = 2·8/20 = 0.8 → similar.
-            (
-                "rewrite the parser with a hand written recursive descent approach",
-                "rewrite the lexer with a hand written recursive descent method",
-                Some(Similar),
-                0.8,
-            ),
-            // One word changed of 10: 18/20.
-            (
-                "rewrite the parser with a hand written recursive descent approach",
-                "rewrite the parser with a hand written recursive descent method",
-                Some(Similar),
-                0.9,
-            ),
-            // Reordered words: same multiset, dice 1 (not exact, not contiguous).
-            ("retry then cache", "cache then retry", Some(Similar), 1.0),
-            // Three words changed of 10: 14/20 = 0.7 → not similar.
+            // Reworded or reordered: no structural match (similarity decides those).
+            ("retry then cache", "cache then retry", None, 0.0),
+            // Three words changed of 10.
             (
                 "rewrite the parser with a hand written recursive descent approach",
                 "rewrite the lexer using a hand written recursive descent method",
@@ -484,31 +408,75 @@ mod tests {
         assert!((dice_coefficient(&["a", "a", "b"], &["a", "b", "b"]) - 4.0 / 6.0).abs() < TOL);
         assert_eq!(dice_coefficient(&[], &[]), 0.0);
         assert_eq!(dice_coefficient(&["a"], &[]), 0.0);
-        // Exactly at the threshold compares equal to 0.8.
+        // Ratios are correctly rounded: two words changed of ten is exactly 0.8.
         let ten: Vec<&str> = "a b c d e f g h i j".split(' ').collect();
         let two_changed: Vec<&str> = "a b c d e f g h x y".split(' ').collect();
-        assert!(dice_coefficient(&ten, &two_changed) >= SIMILARITY_THRESHOLD);
+        assert_eq!(dice_coefficient(&ten, &two_changed), 0.8);
+        // On word tokens of normalised strategies: one word changed of 10 is 18/20, two 16/20,
+        // three 14/20; reordering keeps the multiset (1).
+        let dice = |a: &str, b: &str| {
+            let (a, b) = (normalise_strategy(a), normalise_strategy(b));
+            dice_coefficient(&word_tokens(&a), &word_tokens(&b))
+        };
+        let base = "rewrite the parser with a hand written recursive descent approach";
+        for (other, want) in [
+            (
+                "rewrite the parser with a hand written recursive descent method",
+                0.9,
+            ),
+            (
+                "rewrite the lexer with a hand written recursive descent method",
+                0.8,
+            ),
+            (
+                "rewrite the lexer using a hand written recursive descent method",
+                0.7,
+            ),
+        ] {
+            assert!((dice(base, other) - want).abs() < TOL, "{other:?}");
+        }
+        assert!((dice("retry then cache", "cache then retry") - 1.0).abs() < TOL);
     }
 
     #[test]
-    fn best_match_prefers_type_then_score_then_order() {
+    fn decide_prefers_type_then_score_then_order() {
         let lessons = [
             "retry then cache",
             "cache",
             "use the cache then retry",
             "cache",
         ];
-        let proposal = normalise_strategy("use the cache then retry");
-        let (i, m) = best_match(&proposal, lessons).expect("match");
+        let (i, m) = structural_decision("use the cache then retry", &lessons).expect("match");
         assert_eq!((i, m.match_type), (2, MatchType::Exact));
-
-        let proposal = normalise_strategy("use the cache now");
-        let (i, m) = best_match(&proposal, lessons).expect("match");
         // "cache" is contained (1/4) at index 1 and again at 3: the earliest wins.
+        let (i, m) = structural_decision("use the cache now", &lessons).expect("match");
         assert_eq!((i, m.match_type), (1, MatchType::Contains));
+        assert_eq!(structural_decision("", &lessons), None);
+        assert_eq!(structural_decision("unrelated idea", &lessons), None);
 
-        assert_eq!(best_match("", lessons), None);
-        assert_eq!(best_match("unrelated idea", lessons), None);
+        // The better match type wins over the higher score, then the higher score.
+        let lessons = ["use the global cache", "global cache", "use"];
+        let cases = [
+            ("use the global cache", Some((0, MatchType::Exact, 1.0))),
+            (
+                "first use the global cache then retry",
+                Some((0, MatchType::Contains, 4.0 / 7.0)),
+            ),
+            ("global", Some((1, MatchType::ContainedIn, 1.0 / 2.0))),
+            ("reuse", None),
+        ];
+        for (proposal, want) in cases {
+            let got =
+                structural_decision(proposal, &lessons).map(|(i, m)| (i, m.match_type, m.score));
+            match (got, want) {
+                (None, None) => {}
+                (Some((i, t, s)), Some((wi, wt, ws))) => {
+                    assert_eq!((i, t), (wi, wt), "{proposal:?}");
+                    assert!((s - ws).abs() < TOL, "{proposal:?}: {s}");
+                }
+                _ => panic!("{proposal:?}: got {got:?}, want {want:?}"),
+            }
+        }
     }
 
     fn lexical_decision(proposal: &str, lessons: &[&str]) -> Decision {
@@ -558,32 +526,6 @@ mod tests {
             lexical_decision("mock the payment client", &[]),
             Decision::default()
         );
-    }
-
-    #[test]
-    fn decide_keeps_the_structural_rules_of_best_match() {
-        // On the structural rules both paths agree, whatever the scores.
-        let lessons = ["use the global cache", "global cache", "use"];
-        for proposal in [
-            "use the global cache",
-            "first use the global cache then retry",
-            "global",
-            "reuse",
-        ] {
-            let p = normalise_strategy(proposal);
-            let legacy =
-                best_match(&p, lessons).filter(|(_, m)| m.match_type != MatchType::Similar);
-            let d = decide(
-                &p,
-                lessons.iter().map(|l| Candidate {
-                    normalised: l,
-                    tokens: word_tokens(l),
-                    score: 0.0,
-                }),
-                1.0,
-            );
-            assert_eq!(d.blocked, legacy, "{proposal:?}");
-        }
     }
 
     #[test]

@@ -24,9 +24,8 @@ use uuid::Uuid;
 pub use guard::GuardReason;
 pub use lexical::LexicalText;
 pub use matching::{
-    Candidate, Decision, LEXICAL_THRESHOLD, MatchType, NearMiss, SIMILARITY_THRESHOLD,
-    StrategyMatch, best_match, best_match_tokens, decide, decide_lexical, lexical_similarity,
-    match_strategy,
+    Candidate, Decision, LEXICAL_THRESHOLD, MatchType, NearMiss, StrategyMatch, decide,
+    decide_lexical, lexical_similarity,
 };
 pub use text::{FieldError, check_text, fold_text, normalise_strategy, word_spans};
 
