@@ -16,6 +16,22 @@ pub const PALETTE: [RGBColor; 8] = [
     RGBColor(0, 0, 0),
 ];
 
+/// Draws the series' legend of `chart` at `position`, in one style for every plot.
+fn legend<'a, CT: CoordTranslate>(
+    chart: &mut ChartContext<'a, SVGBackend<'a>, CT>,
+    position: SeriesLabelPosition,
+    font_size: u32,
+) -> Result<(), String> {
+    chart
+        .configure_series_labels()
+        .position(position)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK.mix(0.3))
+        .label_font(("sans-serif", font_size))
+        .draw()
+        .map_err(err)
+}
+
 /// A failure while drawing, as text.
 pub type DrawResult = Result<String, String>;
 
@@ -132,14 +148,7 @@ pub fn reliability(
                 .draw_series(xy.into_iter().map(|p| Circle::new(p, 3, c.filled())))
                 .map_err(err)?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.3))
-            .label_font(("sans-serif", 11))
-            .draw()
-            .map_err(err)?;
+        legend(&mut chart, SeriesLabelPosition::UpperLeft, 11)?;
         root.present().map_err(err)?;
     }
     Ok(svg)
@@ -246,14 +255,7 @@ pub fn over_time(
                     .map_err(err)?;
             }
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.3))
-            .label_font(("sans-serif", 11))
-            .draw()
-            .map_err(err)?;
+        legend(&mut chart, SeriesLabelPosition::UpperRight, 11)?;
         root.present().map_err(err)?;
     }
     Ok(svg)
@@ -303,14 +305,7 @@ pub fn arms(title: &str, arms: &[(f64, u64, u64)]) -> DrawResult {
                 .label(format!("θ = {cand:.2} ({s}✓ {f}✗)"))
                 .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], c.stroke_width(2)));
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.3))
-            .label_font(("sans-serif", 10))
-            .draw()
-            .map_err(err)?;
+        legend(&mut chart, SeriesLabelPosition::UpperLeft, 10)?;
         root.present().map_err(err)?;
     }
     Ok(svg)
