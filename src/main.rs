@@ -231,7 +231,13 @@ fn main() -> ExitCode {
 
     // An empty META_UTL_DB= (or --db "") means "not given".
     let path = match cli.db.as_deref().filter(|p| !p.is_empty()) {
-        Some(p) => DbPath::parse(p),
+        Some(p) => match DbPath::parse(p) {
+            Ok(p) => p,
+            Err(e) => {
+                eprintln!("meta-utl-mcp: {e}");
+                return ExitCode::from(2);
+            }
+        },
         None => match DbPath::default_location() {
             Some(p) => p,
             None => {

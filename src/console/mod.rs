@@ -183,10 +183,11 @@ impl ConsoleError {
 /// the default location.
 ///
 /// # Errors
-/// [`ConsoleError::Usage`] when there is no default location (neither HOME nor XDG_DATA_HOME).
+/// [`ConsoleError::Usage`] when there is no default location (neither HOME nor XDG_DATA_HOME);
+/// [`ConsoleError::Store`] for a PostgreSQL URL that cannot be used.
 pub fn db_path(db: Option<&str>) -> Result<DbPath, ConsoleError> {
     match db.filter(|p| !p.is_empty()) {
-        Some(p) => Ok(DbPath::parse(p)),
+        Some(p) => Ok(DbPath::parse(p)?),
         None => DbPath::default_location().ok_or_else(|| {
             ConsoleError::Usage(
                 "neither HOME nor XDG_DATA_HOME is set, so there is no default database \

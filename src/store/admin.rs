@@ -16,6 +16,7 @@ use rusqlite::{Connection, OpenFlags};
 
 use super::open::{self, Found};
 use super::{BUSY_TIMEOUT, Db, DbPath, StoreError, from_us};
+use super::{pg, sqlite_or};
 use crate::service::MetaLearningService;
 
 /// Row counts and the time of the newest row, for `status`.
@@ -49,7 +50,8 @@ pub struct Stats {
 /// # Errors
 /// [`StoreError`] on SQL failure or an out-of-range time.
 pub fn stats(db: &Db<'_>) -> Result<Stats, StoreError> {
-    let c = db.conn;
+    let conn = sqlite_or!(db, pg => pg::admin::stats(pg));
+    let c = conn;
     let n = |sql: &str| -> Result<u64, StoreError> {
         let v: i64 = c.query_row(sql, [], |r| r.get(0))?;
         super::count("row count", v)
@@ -224,7 +226,7 @@ pub fn check(path: &DbPath) -> Result<CheckReport, StoreError> {
             return Ok(());
         }
         report.values_checked = true;
-        let db = Db { conn: &conn };
+        let db = Db::sqlite(&conn);
         let checks: [(&str, &ValueCheck<'_>); 5] = [
             ("cached state", &|| {
                 super::sync(&db, &mut MetaLearningService::new())

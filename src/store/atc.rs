@@ -15,6 +15,7 @@ use std::collections::VecDeque;
 use rusqlite::params;
 
 use super::{Db, StoreError, count as stored_count, from_us, in_range, to_us};
+use super::{pg, sqlite_or};
 use crate::service::atc::bandit::ThompsonBandit;
 use crate::service::atc::drift::DriftTracker;
 use crate::service::atc::state::{AtcState, Observation, WINDOW_CAPACITY};
@@ -104,6 +105,7 @@ fn parse_name(s: &str) -> Result<ThresholdName, StoreError> {
 /// # Errors
 /// [`StoreError::Sqlite`] on SQL failure.
 pub fn insert_observations(db: &Db<'_>, observations: &[Observation]) -> Result<(), StoreError> {
+    let conn = sqlite_or!(db, pg => pg::atc::insert_observations(pg, observations));
     // Rows go in INSERT statements of INSERT_CHUNK rows each (the remainder one by one):
     // one statement step per 64 rows instead of per row.
     const INSERT_CHUNK: usize = 64;
@@ -129,13 +131,11 @@ pub fn insert_observations(db: &Db<'_>, observations: &[Observation]) -> Result<
         stmt.raw_execute()
     };
     let mut chunks = observations.chunks_exact(INSERT_CHUNK);
-    let mut many = db.conn.prepare_cached(&CHUNK_SQL)?;
+    let mut many = conn.prepare_cached(&CHUNK_SQL)?;
     for chunk in &mut chunks {
         bind(&mut many, chunk)?;
     }
-    let mut one = db
-        .conn
-        .prepare_cached(&format!("{INSERT}(?, ?, ?, ?, ?, ?, ?)"))?;
+    let mut one = conn.prepare_cached(&format!("{INSERT}(?, ?, ?, ?, ?, ?, ?)"))?;
     for o in chunks.remainder() {
         bind(&mut one, std::slice::from_ref(o))?;
     }
@@ -145,7 +145,7 @@ pub fn insert_observations(db: &Db<'_>, observations: &[Observation]) -> Result<
             *t = true;
         }
     }
-    let mut trim = db.conn.prepare_cached(
+    let mut trim = conn.prepare_cached(
         "DELETE FROM atc_observations
          WHERE embedder_id = ?1
            AND seq < (SELECT seq FROM atc_observations WHERE embedder_id = ?1
@@ -163,7 +163,8 @@ pub fn insert_observations(db: &Db<'_>, observations: &[Observation]) -> Result<
 /// # Errors
 /// [`StoreError::Sqlite`] on SQL failure.
 pub fn save(db: &Db<'_>, s: &AtcState) -> Result<(), StoreError> {
-    let c = db.conn;
+    let conn = sqlite_or!(db, pg => pg::atc::save(pg, s));
+    let c = conn;
     let mut thr = c.prepare_cached(
         "INSERT OR REPLACE INTO atc_thresholds (domain, name, value) VALUES (?1, ?2, ?3)",
     )?;
@@ -245,7 +246,8 @@ fn tracker(alpha: f64, mean: f64, variance: f64, count: i64) -> Result<DriftTrac
 /// [`StoreError`] on SQL failure, or [`StoreError::Corrupt`] when stored values break the
 /// state's invariants (out-of-range or out-of-order thresholds, bad temperatures, …).
 pub fn load(db: &Db<'_>) -> Result<AtcState, StoreError> {
-    let c = db.conn;
+    let conn = sqlite_or!(db, pg => pg::atc::load(pg));
+    let c = conn;
     let mut s = AtcState::new();
 
     let mut values: Vec<[f64; THRESHOLD_COUNT]> =
@@ -436,7 +438,7 @@ mod tests {
         let rows: i64 = store
             .read(|db| -> Result<i64, StoreError> {
                 Ok(db
-                    .conn
+                    .conn()
                     .query_row("SELECT count(*) FROM atc_observations", [], |r| r.get(0))?)
             })
             .unwrap();
@@ -471,7 +473,7 @@ mod tests {
         store
             .write(|db| -> Result<(), StoreError> {
                 save(db, &AtcState::new())?;
-                db.conn.execute(
+                db.conn().execute(
                     "UPDATE atc_thresholds SET value = 0.99 WHERE domain = 'code' AND name = 'theta_acc'",
                     [],
                 )?;

@@ -5,6 +5,7 @@ use rusqlite::{OptionalExtension, Row, params};
 use uuid::Uuid;
 
 use super::{Db, StoreError, from_us, in_range, to_us};
+use super::{pg, sqlite_or};
 use crate::service::epistemic::{
     ActionType, Belief, BeliefEvent, BeliefStatus, UncertaintyType, WorkspaceSummary,
     binary_entropy,
@@ -92,8 +93,8 @@ fn raw_belief(r: &Row<'_>) -> rusqlite::Result<RawBelief> {
 /// # Errors
 /// [`StoreError`] on SQL failure or an unreadable row.
 pub fn find(db: &Db<'_>, normalised_target: &str) -> Result<Option<Belief>, StoreError> {
-    let raw = db
-        .conn
+    let conn = sqlite_or!(db, pg => pg::beliefs::find(pg, normalised_target));
+    let raw = conn
         .prepare_cached(
             "SELECT seq, id, normalised_target, target, status, confidence, rationale,
                     uncertainty_type, source_nodes, created_us, updated_us
@@ -110,7 +111,7 @@ pub fn find(db: &Db<'_>, normalised_target: &str) -> Result<Option<Belief>, Stor
         .filter(|s| !s.is_empty())
         .map(|s| Uuid::parse_str(s).map_err(|e| corrupt("belief source node", e)))
         .collect::<Result<Vec<_>, _>>()?;
-    let mut stmt = db.conn.prepare_cached(
+    let mut stmt = conn.prepare_cached(
         "SELECT action, input_confidence, status_before, status_after, confidence_before,
                 confidence_after, rationale, at_us
          FROM belief_events WHERE belief_seq = ?1 ORDER BY seq",
@@ -176,14 +177,14 @@ pub fn save(db: &Db<'_>, b: &Belief, event: &BeliefEvent) -> Result<(), StoreErr
 
 /// Insert or update (by id) a belief's row; returns its `seq`.
 fn put_row(db: &Db<'_>, b: &Belief) -> Result<i64, StoreError> {
+    let conn = sqlite_or!(db, pg => pg::beliefs::put_row(pg, b));
     let sources = b
         .source_nodes
         .iter()
         .map(|u| u.hyphenated().to_string())
         .collect::<Vec<_>>()
         .join(",");
-    Ok(db
-        .conn
+    Ok(conn
         .prepare_cached(
             "INSERT INTO beliefs (id, normalised_target, target, status, confidence, entropy,
                                   rationale, uncertainty_type, source_nodes, created_us, updated_us)
@@ -215,24 +216,24 @@ fn put_row(db: &Db<'_>, b: &Belief) -> Result<i64, StoreError> {
 
 /// Append one history event to the belief of row `seq`.
 fn append_event(db: &Db<'_>, seq: i64, event: &BeliefEvent) -> Result<(), StoreError> {
-    db.conn
-        .prepare_cached(
-            "INSERT INTO belief_events (belief_seq, action, input_confidence, status_before,
+    let conn = sqlite_or!(db, pg => pg::beliefs::append_event(pg, seq, event));
+    conn.prepare_cached(
+        "INSERT INTO belief_events (belief_seq, action, input_confidence, status_before,
                                         status_after, confidence_before, confidence_after,
                                         rationale, at_us)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-        )?
-        .execute(params![
-            seq,
-            event.action.as_str(),
-            event.input_confidence,
-            event.status_before.map(BeliefStatus::as_str),
-            event.status_after.as_str(),
-            event.confidence_before,
-            event.confidence_after,
-            event.rationale,
-            to_us(event.at),
-        ])?;
+    )?
+    .execute(params![
+        seq,
+        event.action.as_str(),
+        event.input_confidence,
+        event.status_before.map(BeliefStatus::as_str),
+        event.status_after.as_str(),
+        event.confidence_before,
+        event.confidence_after,
+        event.rationale,
+        to_us(event.at),
+    ])?;
     Ok(())
 }
 
@@ -241,8 +242,8 @@ fn append_event(db: &Db<'_>, seq: i64, event: &BeliefEvent) -> Result<(), StoreE
 /// # Errors
 /// [`StoreError`] on SQL failure or an unreadable row.
 pub fn all(db: &Db<'_>) -> Result<Vec<Belief>, StoreError> {
-    let targets = db
-        .conn
+    let conn = sqlite_or!(db, pg => pg::beliefs::all(pg));
+    let targets = conn
         .prepare_cached("SELECT normalised_target FROM beliefs ORDER BY seq")?
         .query_map([], |r| r.get::<_, String>(0))?
         .collect::<Result<Vec<_>, _>>()?;
@@ -327,7 +328,8 @@ pub fn merge(db: &Db<'_>, incoming: &Belief) -> Result<Merged, StoreError> {
 /// # Errors
 /// [`StoreError`] on SQL failure or an unknown stored status.
 pub fn summary(db: &Db<'_>) -> Result<WorkspaceSummary, StoreError> {
-    let mut stmt = db.conn.prepare_cached(
+    let conn = sqlite_or!(db, pg => pg::beliefs::summary(pg));
+    let mut stmt = conn.prepare_cached(
         "SELECT status, count(*), total(confidence), total(entropy) FROM beliefs GROUP BY status",
     )?;
     let rows = stmt.query_map([], |r| <(String, i64, f64, f64)>::try_from(r))?;

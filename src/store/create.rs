@@ -69,7 +69,7 @@ fn temporary_name(p: &Path) -> PathBuf {
 /// start-up on a new database (callgrind).
 const SNAPSHOT: &str = include_str!("schema_v11.sql");
 
-/// The `user_version` [`SNAPSHOT`] stands for; [`super::migrate`] runs the later migrations.
+/// The `user_version` [`SNAPSHOT`] stands for; [`super::sqlite::migrate`] runs the later migrations.
 const SNAPSHOT_VERSION: usize = 11;
 
 /// Create the tables of [`SNAPSHOT`] in the empty database `conn`, marked at
@@ -91,7 +91,7 @@ fn build(tmp: &Path) -> Result<(), String> {
             // Nobody else sees this file before it is complete and synced below.
             conn.execute_batch("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;")?;
             snapshot(&conn)?;
-            super::migrate(&conn)?;
+            super::sqlite::migrate(&conn)?;
             let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
             if !mode.eq_ignore_ascii_case("wal") {
                 return Err(rusqlite::Error::InvalidQuery);
@@ -170,7 +170,7 @@ mod tests {
     fn a_new_file_is_the_file_the_migrations_make() {
         let dir = tempfile::tempdir().unwrap();
         let migrated = Connection::open(dir.path().join("migrated.db")).unwrap();
-        super::super::migrate(&migrated).unwrap();
+        super::super::sqlite::migrate(&migrated).unwrap();
         let p = dir.path().join("sub").join("new.db");
         assert_eq!(create(&p).unwrap(), Created::Ours);
         let created = Connection::open(&p).unwrap();

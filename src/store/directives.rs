@@ -6,6 +6,7 @@ use rusqlite::params;
 use uuid::Uuid;
 
 use super::{Db, StoreError, from_us, to_us};
+use super::{pg, sqlite_or};
 use crate::service::lessons::TaskKey;
 
 /// Schema of the directive history (migration 2).
@@ -136,23 +137,23 @@ impl Directive {
 /// # Errors
 /// [`StoreError::Sqlite`] on SQL failure.
 pub fn insert(db: &Db<'_>, d: &Directive) -> Result<(), StoreError> {
-    db.conn
-        .prepare_cached(
-            "INSERT INTO directive_history (id, task_id, intervention_type, description, actor,
+    let conn = sqlite_or!(db, pg => pg::directives::insert(pg, d));
+    conn.prepare_cached(
+        "INSERT INTO directive_history (id, task_id, intervention_type, description, actor,
                                             created_us, task_key)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-        )?
-        .execute(params![
-            d.id.to_string(),
-            d.task_id,
-            d.intervention_type.as_str(),
-            d.description,
-            d.actor,
-            to_us(d.created_at),
-            d.task_id
-                .as_deref()
-                .map(|t| TaskKey::of(t).as_str().to_owned()),
-        ])?;
+    )?
+    .execute(params![
+        d.id.to_string(),
+        d.task_id,
+        d.intervention_type.as_str(),
+        d.description,
+        d.actor,
+        to_us(d.created_at),
+        d.task_id
+            .as_deref()
+            .map(|t| TaskKey::of(t).as_str().to_owned()),
+    ])?;
     Ok(())
 }
 
@@ -162,8 +163,8 @@ pub fn insert(db: &Db<'_>, d: &Directive) -> Result<(), StoreError> {
 /// # Errors
 /// [`StoreError::Sqlite`] on SQL failure.
 pub fn import(db: &Db<'_>, d: &Directive) -> Result<bool, StoreError> {
-    let present: bool = db
-        .conn
+    let conn = sqlite_or!(db, pg => pg::directives::import(pg, d));
+    let present: bool = conn
         .prepare_cached("SELECT EXISTS (SELECT 1 FROM directive_history WHERE id = ?1)")?
         .query_row([d.id.to_string()], |r| r.get(0))?;
     if present {
@@ -184,6 +185,7 @@ pub fn list(
     limit: usize,
     offset: usize,
 ) -> Result<(Vec<Directive>, usize), StoreError> {
+    let conn = sqlite_or!(db, pg => pg::directives::list(pg, key, limit, offset));
     // Only the filter in use appears in the SQL so the (task_key, created) index is used.
     let filter = if key.is_some() {
         "WHERE task_key = ?"
@@ -194,11 +196,10 @@ pub fn list(
         .map(|k| k.as_str().to_owned().into())
         .into_iter()
         .collect();
-    let total: i64 = db
-        .conn
+    let total: i64 = conn
         .prepare_cached(&format!("SELECT count(*) FROM directive_history {filter}"))?
         .query_row(rusqlite::params_from_iter(values.iter()), |r| r.get(0))?;
-    let mut stmt = db.conn.prepare_cached(&format!(
+    let mut stmt = conn.prepare_cached(&format!(
         "SELECT id, task_id, intervention_type, description, actor, created_us
          FROM directive_history {filter}
          ORDER BY created_us DESC, seq DESC LIMIT ? OFFSET ?"

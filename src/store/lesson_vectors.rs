@@ -11,6 +11,7 @@
 use rusqlite::{OptionalExtension, params};
 
 use super::{Db, StoreError};
+use super::{pg, sqlite_or};
 
 /// Migration 12: the vector columns, and the index that finds vectors set since a revision.
 pub const MIGRATION_VECTORS: &str = "
@@ -63,8 +64,8 @@ pub fn decode(blob: &[u8], dimension: i64) -> Result<Vec<f32>, StoreError> {
 /// # Errors
 /// [`StoreError`] on SQL failure.
 pub fn set_vector(db: &Db<'_>, seq: i64, model: &str, vector: &[f32]) -> Result<(), StoreError> {
-    db.conn
-        .prepare_cached(&format!("{SET_VECTOR} WHERE seq = ?1"))?
+    let conn = sqlite_or!(db, pg => pg::lesson_vectors::set_vector(pg, seq, model, vector));
+    conn.prepare_cached(&format!("{SET_VECTOR} WHERE seq = ?1"))?
         .execute(params![seq, encode(vector), model, vector.len() as i64])?;
     Ok(())
 }
@@ -79,8 +80,8 @@ pub fn set_vector_of(
     model: &str,
     vector: &[f32],
 ) -> Result<(), StoreError> {
-    db.conn
-        .prepare_cached(&format!("{SET_VECTOR} WHERE id = ?1"))?
+    let conn = sqlite_or!(db, pg => pg::lesson_vectors::set_vector_of(pg, id, model, vector));
+    conn.prepare_cached(&format!("{SET_VECTOR} WHERE id = ?1"))?
         .execute(params![
             id.to_string(),
             encode(vector),
@@ -108,7 +109,8 @@ pub fn without_vector(
     model: &str,
     limit: usize,
 ) -> Result<Vec<(i64, String)>, StoreError> {
-    let mut stmt = db.conn.prepare_cached(
+    let conn = sqlite_or!(db, pg => pg::lesson_vectors::without_vector(pg, model, limit));
+    let mut stmt = conn.prepare_cached(
         "SELECT seq, strategy_description FROM lessons
          WHERE embedding_model IS NULL OR embedding_model <> ?1 ORDER BY seq LIMIT ?2",
     )?;
@@ -121,8 +123,8 @@ pub fn without_vector(
 /// # Errors
 /// [`StoreError`] on SQL failure or a damaged vector.
 pub fn vector(db: &Db<'_>, seq: i64, model: &str) -> Result<Option<Vec<f32>>, StoreError> {
-    let row: Option<(Vec<u8>, i64)> = db
-        .conn
+    let conn = sqlite_or!(db, pg => pg::lesson_vectors::vector(pg, seq, model));
+    let row: Option<(Vec<u8>, i64)> = conn
         .prepare_cached(
             "SELECT embedding, embedding_dim FROM lessons
              WHERE seq = ?1 AND embedding_model = ?2 AND embedding IS NOT NULL",
@@ -156,7 +158,8 @@ pub fn vectors_since(
     rev: i64,
     limit: usize,
 ) -> Result<Vec<VectorRow>, StoreError> {
-    let mut stmt = db.conn.prepare_cached(
+    let conn = sqlite_or!(db, pg => pg::lesson_vectors::vectors_since(pg, model, rev, limit));
+    let mut stmt = conn.prepare_cached(
         "SELECT seq, task_key, embedding_rev, embedding, embedding_dim FROM lessons
          WHERE embedding_rev > ?1 AND embedding_model = ?2 AND embedding IS NOT NULL
          ORDER BY embedding_rev LIMIT ?3",
@@ -193,7 +196,7 @@ mod tests {
         store
             .write(|db| -> Result<(), StoreError> {
                 for (i, s) in ["mock the db", "raise the timeout"].iter().enumerate() {
-                    db.conn.execute(
+                    db.conn().execute(
                         "INSERT INTO lessons (id, task_id, strategy_description,
                              normalised_strategy, rca_summary, failure_type, source_agent,
                              created_us, task_key)

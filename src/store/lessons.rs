@@ -6,6 +6,7 @@ use rusqlite::{OptionalExtension, Row, params};
 use uuid::Uuid;
 
 use super::{Db, StoreError, from_us, to_us};
+use super::{pg, sqlite_or};
 use crate::service::lessons::{
     Activation, FailureType, Lesson, NewLesson, TaskKey, activation, search_terms, word_spans,
 };
@@ -244,20 +245,15 @@ pub fn atomically<T, E: From<StoreError>>(
     db: &Db<'_>,
     f: impl FnOnce() -> Result<T, E>,
 ) -> Result<T, E> {
-    db.conn
-        .execute_batch("SAVEPOINT lessons_op")
-        .map_err(|e| E::from(StoreError::from(e)))?;
+    db.control("SAVEPOINT lessons_op").map_err(E::from)?;
     match f() {
         Ok(v) => {
-            db.conn
-                .execute_batch("RELEASE lessons_op")
-                .map_err(|e| E::from(StoreError::from(e)))?;
+            db.control("RELEASE lessons_op").map_err(E::from)?;
             Ok(v)
         }
         Err(e) => {
-            let _ = db
-                .conn
-                .execute_batch("ROLLBACK TO lessons_op; RELEASE lessons_op");
+            let _ = db.control("ROLLBACK TO lessons_op");
+            let _ = db.control("RELEASE lessons_op");
             Err(e)
         }
     }
@@ -286,11 +282,11 @@ pub fn insert(
     search_terms: &str,
     now: DateTime<Utc>,
 ) -> Result<Inserted, StoreError> {
+    let conn = sqlite_or!(db, pg => pg::lessons::insert(pg, l, id, search_terms, now));
     if let Some(existing) = find_by_strategy(db, &l.task_key, &l.normalised_strategy)? {
         return Ok(Inserted::Exists(existing));
     }
-    let seq: Option<i64> = db
-        .conn
+    let seq: Option<i64> = conn
         .prepare_cached(
             "INSERT INTO lessons (id, task_id, strategy_description, normalised_strategy,
                                   rca_summary, failure_type, source_agent, is_active, created_us,
@@ -320,8 +316,7 @@ pub fn insert(
             .ok_or_else(|| StoreError::Corrupt("lesson conflict without a row".into()))?;
         return Ok(Inserted::Exists(existing));
     };
-    db.conn
-        .prepare_cached("INSERT INTO lessons_fts (rowid, terms) VALUES (?1, ?2)")?
+    conn.prepare_cached("INSERT INTO lessons_fts (rowid, terms) VALUES (?1, ?2)")?
         .execute(params![seq, search_terms])?;
     Ok(Inserted::New(Lesson {
         id,
@@ -345,14 +340,14 @@ pub fn find_by_strategy(
     key: &TaskKey,
     normalised_strategy: &str,
 ) -> Result<Option<Lesson>, StoreError> {
-    db.conn
-        .prepare_cached(&format!(
-            "SELECT {COLUMNS} FROM lessons l WHERE l.task_key = ?1 AND l.normalised_strategy = ?2"
-        ))?
-        .query_row(params![key.as_str(), normalised_strategy], raw_lesson)
-        .optional()?
-        .map(lesson_from_raw)
-        .transpose()
+    let conn = sqlite_or!(db, pg => pg::lessons::find_by_strategy(pg, key, normalised_strategy));
+    conn.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM lessons l WHERE l.task_key = ?1 AND l.normalised_strategy = ?2"
+    ))?
+    .query_row(params![key.as_str(), normalised_strategy], raw_lesson)
+    .optional()?
+    .map(lesson_from_raw)
+    .transpose()
 }
 
 /// The lesson with this id.
@@ -360,8 +355,8 @@ pub fn find_by_strategy(
 /// # Errors
 /// [`StoreError`] on SQL failure or an unreadable row.
 pub fn get(db: &Db<'_>, id: Uuid) -> Result<Option<Lesson>, StoreError> {
-    db.conn
-        .prepare_cached(&format!("SELECT {COLUMNS} FROM lessons l WHERE l.id = ?1"))?
+    let conn = sqlite_or!(db, pg => pg::lessons::get(pg, id));
+    conn.prepare_cached(&format!("SELECT {COLUMNS} FROM lessons l WHERE l.id = ?1"))?
         .query_row([id.to_string()], raw_lesson)
         .optional()?
         .map(lesson_from_raw)
@@ -375,7 +370,8 @@ pub fn get(db: &Db<'_>, id: Uuid) -> Result<Option<Lesson>, StoreError> {
 /// # Errors
 /// [`StoreError::Sqlite`] on SQL failure.
 pub fn active_strategies(db: &Db<'_>, key: &TaskKey) -> Result<Vec<ActiveStrategy>, StoreError> {
-    let mut stmt = db.conn.prepare_cached(
+    let conn = sqlite_or!(db, pg => pg::lessons::active_strategies(pg, key));
+    let mut stmt = conn.prepare_cached(
         "SELECT seq, normalised_strategy, strategy_spans, embedding_model, embedding,
                 embedding_dim
          FROM lessons WHERE task_key = ?1 AND is_active = 1 ORDER BY seq",
@@ -436,8 +432,8 @@ impl ActiveStrategy {
 /// # Errors
 /// [`StoreError`] on SQL failure or an unreadable row.
 pub fn get_by_seq(db: &Db<'_>, seq: i64) -> Result<Option<Lesson>, StoreError> {
-    db.conn
-        .prepare_cached(&format!("SELECT {COLUMNS} FROM lessons l WHERE l.seq = ?1"))?
+    let conn = sqlite_or!(db, pg => pg::lessons::get_by_seq(pg, seq));
+    conn.prepare_cached(&format!("SELECT {COLUMNS} FROM lessons l WHERE l.seq = ?1"))?
         .query_row([seq], raw_lesson)
         .optional()?
         .map(lesson_from_raw)
@@ -450,11 +446,11 @@ pub fn get_by_seq(db: &Db<'_>, seq: i64) -> Result<Option<Lesson>, StoreError> {
 /// # Errors
 /// [`StoreError`] on SQL failure or an unreadable row.
 pub fn set_active(db: &Db<'_>, id: Uuid, active: bool) -> Result<Option<Lesson>, StoreError> {
+    let conn = sqlite_or!(db, pg => pg::lessons::set_active(pg, id, active));
     let Some(before) = get(db, id)? else {
         return Ok(None);
     };
-    db.conn
-        .prepare_cached("UPDATE lessons SET is_active = ?2 WHERE id = ?1")?
+    conn.prepare_cached("UPDATE lessons SET is_active = ?2 WHERE id = ?1")?
         .execute(params![id.to_string(), i64::from(active)])?;
     Ok(Some(before))
 }
@@ -517,7 +513,8 @@ pub fn list(
     key: Option<&TaskKey>,
     include_inactive: bool,
 ) -> Result<Vec<Lesson>, StoreError> {
-    let mut stmt = db.conn.prepare_cached(&format!(
+    let conn = sqlite_or!(db, pg => pg::lessons::list(pg, key, include_inactive));
+    let mut stmt = conn.prepare_cached(&format!(
         "SELECT {COLUMNS} FROM lessons l
          WHERE (?1 IS NULL OR l.task_key = ?1) AND (?2 OR l.is_active = 1)
          ORDER BY l.seq"
@@ -597,16 +594,14 @@ pub fn related(
     terms: &[String],
     limit: usize,
 ) -> Result<Vec<(Lesson, f64)>, StoreError> {
+    let conn = sqlite_or!(db, pg => pg::lessons::related(pg, key, terms, limit));
     if terms.is_empty() || limit == 0 {
         return Ok(Vec::new());
     }
-    let total: i64 = db
-        .conn
+    let total: i64 = conn
         .prepare_cached("SELECT coalesce(max(seq), 0) FROM lessons")?
         .query_row([], |r| r.get(0))?;
-    let mut df_stmt = db
-        .conn
-        .prepare_cached("SELECT doc FROM lessons_fts_vocab WHERE term = ?1")?;
+    let mut df_stmt = conn.prepare_cached("SELECT doc FROM lessons_fts_vocab WHERE term = ?1")?;
     let mut with_df: Vec<(&String, i64)> = Vec::with_capacity(terms.len());
     for t in terms {
         // A term the index splits differently (e.g. "don't") has no row: treat it as rare.
@@ -633,7 +628,7 @@ pub fn related(
         .map(|t| format!("\"{}\"", t.replace('"', "\"\"")))
         .collect::<Vec<_>>()
         .join(" OR ");
-    let mut stmt = db.conn.prepare_cached(&format!(
+    let mut stmt = conn.prepare_cached(&format!(
         "SELECT {COLUMNS}, c.rank
          FROM (SELECT rowid, bm25(lessons_fts) AS rank FROM lessons_fts
                WHERE lessons_fts MATCH ?1 ORDER BY rank LIMIT {RELATED_CANDIDATES}) AS c
@@ -802,7 +797,7 @@ mod tests {
         store
             .read(|db| -> Result<(), StoreError> {
                 let rows: Vec<(i64, String, String, i64)> = db
-                    .conn
+                    .conn()
                     .prepare("SELECT seq, task_id, task_key, is_active FROM lessons ORDER BY seq")?
                     .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
                     .collect::<Result<_, _>>()?;
@@ -819,14 +814,14 @@ mod tests {
                     .collect();
                 assert_eq!(got, want);
                 let fts: Vec<i64> = db
-                    .conn
+                    .conn()
                     .prepare("SELECT rowid FROM lessons_fts ORDER BY rowid")?
                     .query_map([], |r| r.get(0))?
                     .collect::<Result<_, _>>()?;
                 assert_eq!(fts, [1, 3, 4, 6], "merged lessons leave the search index");
                 // One merge note per deleted lesson, keeping what it said.
                 let notes: Vec<(Option<String>, String, String)> = db
-                    .conn
+                    .conn()
                     .prepare(
                         "SELECT task_id, description, actor FROM directive_history
                          WHERE intervention_type = 'OVERRIDE' ORDER BY seq",
@@ -848,7 +843,7 @@ mod tests {
                 );
                 assert_eq!(notes[0].2, "meta-utl-mcp");
                 let keys: Vec<Option<String>> = db
-                    .conn
+                    .conn()
                     .prepare("SELECT task_key FROM directive_history ORDER BY seq")?
                     .query_map([], |r| r.get(0))?
                     .collect::<Result<_, _>>()?;
@@ -864,7 +859,7 @@ mod tests {
                     ]
                 );
                 let indexes: Vec<String> = db
-                    .conn
+                    .conn()
                     .prepare(
                         "SELECT name FROM sqlite_schema WHERE type = 'index'
                          AND tbl_name IN ('lessons', 'directive_history') AND sql IS NOT NULL
@@ -893,7 +888,7 @@ mod tests {
                     add(db, "Ｔ-7", "Retry!", "x", 7),
                     Inserted::Exists(l) if l.id == Uuid::from_u128(4)
                 ));
-                let dup = db.conn.execute(
+                let dup = db.conn().execute(
                     "INSERT INTO lessons (id, task_id, strategy_description, normalised_strategy,
                          rca_summary, failure_type, source_agent, created_us, task_key)
                      VALUES ('x', 'TASK-42!', 's', 'use the cache', 'r', 'UNKNOWN', 'a', 0,

@@ -6,6 +6,7 @@ use rusqlite::{OptionalExtension, Row, params};
 use uuid::Uuid;
 
 use super::{Db, StoreError, count as stored_count, from_us, in_range, to_us};
+use super::{pg, sqlite_or};
 use crate::service::meta::{Event, EventType, MetaState, Prediction, ResetScope, WINDOW, Window};
 use crate::service::vocab::{Domain, Lambdas, NUM_EMBEDDERS};
 use crate::store::directives::{self, Directive, InterventionType};
@@ -135,8 +136,8 @@ fn parse_domain(s: Option<String>) -> Result<Option<Domain>, StoreError> {
 /// # Errors
 /// [`StoreError`] on SQL failure or an unreadable row.
 pub fn load(db: &Db<'_>) -> Result<MetaState, StoreError> {
-    let row = db
-        .conn
+    let conn = sqlite_or!(db, pg => pg::meta::load(pg));
+    let row = conn
         .query_row(
             "SELECT lambda_s, interaction_count, consecutive_low, alert_active, bayesian_failures,
                     human_review, adjustment_count, last_adjustment_us, global_window, embedder_windows
@@ -150,9 +151,7 @@ pub fn load(db: &Db<'_>) -> Result<MetaState, StoreError> {
     };
     let mut global = Window::default();
     let mut embedders: [Window; NUM_EMBEDDERS] = Default::default();
-    let mut stmt = db
-        .conn
-        .prepare_cached("SELECT window, vals FROM meta_windows")?;
+    let mut stmt = conn.prepare_cached("SELECT window, vals FROM meta_windows")?;
     let mut rows = stmt.query([])?;
     while let Some(r) = rows.next()? {
         let (id, vals): (i64, Vec<u8>) = (r.get(0)?, r.get(1)?);
@@ -191,27 +190,27 @@ pub fn load(db: &Db<'_>) -> Result<MetaState, StoreError> {
 /// # Errors
 /// [`StoreError::Sqlite`] on SQL failure.
 pub fn save(db: &Db<'_>, m: &MetaState, windows: Windows) -> Result<(), StoreError> {
-    db.conn
-        .prepare_cached(
-            "INSERT INTO meta_state (id, lambda_s, interaction_count, consecutive_low,
+    let conn = sqlite_or!(db, pg => pg::meta::save(pg, m, windows));
+    conn.prepare_cached(
+        "INSERT INTO meta_state (id, lambda_s, interaction_count, consecutive_low,
              alert_active, bayesian_failures, human_review, adjustment_count, last_adjustment_us,
              global_window, embedder_windows)
          VALUES (1, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, X'', X'')
          ON CONFLICT (id) DO UPDATE SET lambda_s = ?1, interaction_count = ?2,
              consecutive_low = ?3, alert_active = ?4, bayesian_failures = ?5, human_review = ?6,
              adjustment_count = ?7, last_adjustment_us = ?8",
-        )?
-        .execute(params![
-            m.lambdas.s(),
-            m.interaction_count as i64,
-            i64::from(m.consecutive_low),
-            m.alert_active,
-            i64::from(m.bayesian_failures),
-            m.human_review_required,
-            m.adjustment_count as i64,
-            m.last_adjustment_at.map(to_us),
-        ])?;
-    let mut put = db.conn.prepare_cached(
+    )?
+    .execute(params![
+        m.lambdas.s(),
+        m.interaction_count as i64,
+        i64::from(m.consecutive_low),
+        m.alert_active,
+        i64::from(m.bayesian_failures),
+        m.human_review_required,
+        m.adjustment_count as i64,
+        m.last_adjustment_at.map(to_us),
+    ])?;
+    let mut put = conn.prepare_cached(
         "INSERT INTO meta_windows (window, vals) VALUES (?1, ?2)
          ON CONFLICT (window) DO UPDATE SET vals = ?2",
     )?;
@@ -325,12 +324,13 @@ pub fn split_windows(conn: &rusqlite::Connection) -> rusqlite::Result<()> {
 /// # Errors
 /// [`StoreError::Sqlite`] on SQL failure.
 pub fn insert_events(db: &Db<'_>, events: &[Event]) -> Result<(), StoreError> {
-    let mut stmt = db.conn.prepare_cached(
+    let conn = sqlite_or!(db, pg => pg::meta::insert_events(pg, events));
+    let mut stmt = conn.prepare_cached(
         "INSERT INTO meta_events (ts_us, event_type, domain, embedder_index, prediction_error,
              lambda_s_before, lambda_s_after, accuracy_avg, escalated, detail)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
     )?;
-    let mut hours = db.conn.prepare_cached(
+    let mut hours = conn.prepare_cached(
         "INSERT INTO meta_event_hours (hour, n) VALUES (?1, 1)
          ON CONFLICT (hour) DO UPDATE SET n = n + 1",
     )?;
@@ -359,7 +359,8 @@ pub fn insert_events(db: &Db<'_>, events: &[Event]) -> Result<(), StoreError> {
 /// # Errors
 /// [`StoreError::Sqlite`] on SQL failure.
 pub fn import_events(db: &Db<'_>, events: &[Event]) -> Result<usize, StoreError> {
-    let mut present = db.conn.prepare_cached(
+    let conn = sqlite_or!(db, pg => pg::meta::import_events(pg, events));
+    let mut present = conn.prepare_cached(
         "SELECT EXISTS (SELECT 1 FROM meta_events
                         WHERE event_type = ?1 AND ts_us = ?2 AND detail = ?3)",
     )?;
@@ -417,6 +418,7 @@ pub struct EventQuery {
 /// # Errors
 /// [`StoreError`] on SQL failure or an unreadable row.
 pub fn query_events(db: &Db<'_>, q: &EventQuery) -> Result<(Vec<Event>, usize), StoreError> {
+    let conn = sqlite_or!(db, pg => pg::meta::query_events(pg, q));
     // Only the filters in use appear in the SQL, so SQLite can pick the index that matches
     // them; `(?n IS NULL OR col = ?n)` would defeat the indexes and scan the table.
     let mut clauses: Vec<&str> = Vec::new();
@@ -447,11 +449,10 @@ pub fn query_events(db: &Db<'_>, q: &EventQuery) -> Result<(Vec<Event>, usize), 
         // (9 ms for 1,000,000 events otherwise).
         count_events_between(db, q.start, q.end)? as i64
     } else {
-        db.conn
-            .prepare_cached(&format!("SELECT count(*) FROM meta_events {filter}"))?
+        conn.prepare_cached(&format!("SELECT count(*) FROM meta_events {filter}"))?
             .query_row(rusqlite::params_from_iter(values.iter()), |r| r.get(0))?
     };
-    let mut stmt = db.conn.prepare_cached(&format!(
+    let mut stmt = conn.prepare_cached(&format!(
         "SELECT ts_us, event_type, domain, embedder_index, prediction_error, lambda_s_before,
                 lambda_s_after, accuracy_avg, escalated, detail
          FROM meta_events {filter}
@@ -527,11 +528,11 @@ pub fn count_events_between(
     start: Option<DateTime<Utc>>,
     end: Option<DateTime<Utc>>,
 ) -> Result<usize, StoreError> {
+    let conn = sqlite_or!(db, pg => pg::meta::count_events_between(pg, start, end));
     let lo = start.map(to_us);
     let hi = end.map(to_us);
     let rows_between = |a: i64, b: i64| -> Result<i64, StoreError> {
-        Ok(db
-            .conn
+        Ok(conn
             .prepare_cached("SELECT count(*) FROM meta_events WHERE ts_us >= ?1 AND ts_us <= ?2")?
             .query_row(params![a, b], |r| r.get(0))?)
     };
@@ -539,8 +540,7 @@ pub fn count_events_between(
         if first > last {
             return Ok(0);
         }
-        Ok(db
-            .conn
+        Ok(conn
             .prepare_cached(
                 "SELECT total(n) FROM meta_event_hours WHERE hour >= ?1 AND hour <= ?2",
             )?
@@ -583,16 +583,14 @@ pub fn count_events_between(
 /// # Errors
 /// [`StoreError::Sqlite`] on SQL failure.
 pub fn delete_events_before(db: &Db<'_>, cutoff: DateTime<Utc>) -> Result<usize, StoreError> {
+    let conn = sqlite_or!(db, pg => pg::meta::delete_events_before(pg, cutoff));
     let cutoff = to_us(cutoff);
-    let deleted = db
-        .conn
-        .execute("DELETE FROM meta_events WHERE ts_us < ?1", [cutoff])?;
+    let deleted = conn.execute("DELETE FROM meta_events WHERE ts_us < ?1", [cutoff])?;
     if deleted > 0 {
         // Whole hours before the cutoff are gone; the cutoff's own hour is recounted.
         let hour = cutoff.div_euclid(HOUR_US);
-        db.conn
-            .execute("DELETE FROM meta_event_hours WHERE hour <= ?1", [hour])?;
-        db.conn.execute(
+        conn.execute("DELETE FROM meta_event_hours WHERE hour <= ?1", [hour])?;
+        conn.execute(
             "INSERT INTO meta_event_hours (hour, n)
              SELECT ?1, count(*) FROM meta_events WHERE ts_us >= ?2 AND ts_us < ?3
              HAVING count(*) > 0",
@@ -611,23 +609,23 @@ pub fn insert_prediction(
     p: &Prediction,
     source: Option<Uuid>,
 ) -> Result<(), StoreError> {
-    db.conn
-        .prepare_cached(
-            "INSERT INTO predictions (ts_us, embedder_index, predicted, actual, delta_s, delta_c,
+    let conn = sqlite_or!(db, pg => pg::meta::insert_prediction(pg, p, source));
+    conn.prepare_cached(
+        "INSERT INTO predictions (ts_us, embedder_index, predicted, actual, delta_s, delta_c,
                  domain, ach_level, source_id)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-        )?
-        .execute(params![
-            to_us(p.timestamp),
-            p.embedder_index,
-            p.predicted,
-            p.actual,
-            p.delta_s,
-            p.delta_c,
-            p.domain.map(Domain::as_str),
-            p.ach_level,
-            source.map(|u| u.to_string()),
-        ])?;
+    )?
+    .execute(params![
+        to_us(p.timestamp),
+        p.embedder_index,
+        p.predicted,
+        p.actual,
+        p.delta_s,
+        p.delta_c,
+        p.domain.map(Domain::as_str),
+        p.ach_level,
+        source.map(|u| u.to_string()),
+    ])?;
     Ok(())
 }
 
@@ -637,7 +635,8 @@ pub fn insert_prediction(
 /// # Errors
 /// [`StoreError`] on SQL failure or an unreadable row.
 pub fn replay_window(db: &Db<'_>, domain: Option<Domain>) -> Result<Vec<Prediction>, StoreError> {
-    let mut stmt = db.conn.prepare_cached(
+    let conn = sqlite_or!(db, pg => pg::meta::replay_window(pg, domain));
+    let mut stmt = conn.prepare_cached(
         "SELECT ts_us, embedder_index, predicted, actual, delta_s, delta_c, domain, ach_level
          FROM predictions WHERE (?1 IS NULL OR domain = ?1)
          ORDER BY id DESC LIMIT ?2",
@@ -705,7 +704,8 @@ pub enum CloseError {
 /// # Errors
 /// [`StoreError::Sqlite`] on SQL failure.
 pub fn open_prediction(db: &Db<'_>, p: &OpenPrediction) -> Result<(), StoreError> {
-    db.conn.execute(
+    let conn = sqlite_or!(db, pg => pg::meta::open_prediction(pg, p));
+    conn.execute(
         "INSERT INTO open_predictions (id, created_us, delta_s, delta_c, learning_score, domain)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
         params![
@@ -729,8 +729,8 @@ pub fn close_prediction(
     id: Uuid,
     now: DateTime<Utc>,
 ) -> Result<Result<OpenPrediction, CloseError>, StoreError> {
-    let row = db
-        .conn
+    let conn = sqlite_or!(db, pg => pg::meta::close_prediction(pg, id, now));
+    let row = conn
         .query_row(
             "SELECT created_us, delta_s, delta_c, learning_score, domain, closed_us
              FROM open_predictions WHERE id = ?1",
@@ -748,7 +748,7 @@ pub fn close_prediction(
     if now - created > chrono::Duration::days(OPEN_PREDICTION_TTL_DAYS) {
         return Ok(Err(CloseError::Expired));
     }
-    db.conn.execute(
+    conn.execute(
         "UPDATE open_predictions SET closed_us = ?2 WHERE id = ?1",
         params![id.to_string(), to_us(now)],
     )?;
@@ -795,7 +795,7 @@ mod tests {
     }
 
     fn brute_count(db: &Db<'_>, since: DateTime<Utc>) -> usize {
-        db.conn
+        db.conn()
             .query_row(
                 "SELECT count(*) FROM meta_events WHERE ts_us >= ?1",
                 [to_us(since)],
@@ -892,7 +892,7 @@ mod tests {
         assert_eq!(store.read(load).unwrap(), as_stored(&m));
         let emptied: i64 = store
             .read(|db| {
-                Ok::<_, StoreError>(db.conn.query_row(
+                Ok::<_, StoreError>(db.conn().query_row(
                     "SELECT length(global_window) + length(embedder_windows) FROM meta_state",
                     [],
                     |r| r.get(0),
@@ -934,7 +934,7 @@ mod tests {
             .read(|db| {
                 for start in edges {
                     for end in edges {
-                        let brute: i64 = db.conn.query_row(
+                        let brute: i64 = db.conn().query_row(
                             "SELECT count(*) FROM meta_events WHERE ts_us >= ?1 AND ts_us <= ?2",
                             params![start.map_or(i64::MIN, to_us), end.map_or(i64::MAX, to_us)],
                             |r| r.get(0),

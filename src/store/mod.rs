@@ -1,10 +1,18 @@
-//! The SQLite store: the only module that imports rusqlite or holds SQL.
+//! The store: the only module that imports a database client or holds SQL.
 //!
-//! One database file (WAL journal) shared safely by several server processes:
-//! every write runs inside `BEGIN IMMEDIATE`, and each cached family of state carries a
-//! version counter in the `family_version` table so that a process notices another process's
-//! writes and reloads that family before using it (see [`sync`]). Schema changes are numbered
-//! migrations keyed by `PRAGMA user_version`, applied at start-up inside one transaction.
+//! One interface, two backends. [`Store`] opens either an SQLite file (the default: one
+//! machine, see [`sqlite`]) or a PostgreSQL database (a team's shared memory, see [`pg`]);
+//! the family modules ([`meta`], [`atc`], [`lessons`], …) are the interface: each public
+//! function takes a [`Db`] and holds the SQLite SQL itself, handing a PostgreSQL [`Db`] to
+//! its twin in `pg/`, the only place with PostgreSQL SQL. Functions written in terms of other
+//! store functions serve both backends unchanged.
+//!
+//! On both, several server processes share one database safely: every write runs inside one
+//! transaction that excludes every other writer (SQLite's `BEGIN IMMEDIATE`, PostgreSQL's
+//! transaction-level advisory lock), and each cached family of state carries a version
+//! counter in the `family_version` table so that a process notices another process's writes
+//! and reloads that family before using it (see [`sync`]). Schema changes are numbered
+//! migrations, applied at start-up inside one transaction.
 
 pub mod admin;
 pub mod atc;
@@ -17,14 +25,14 @@ pub mod lesson_vectors;
 pub mod lessons;
 pub mod meta;
 mod open;
+pub mod pg;
+mod sqlite;
 pub mod vertices;
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use parking_lot::Mutex;
 use rusqlite::Connection;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 pub use health::CHECK_WAIT;
 pub use open::{APPLICATION_ID, INLINE_CHECK_MAX_BYTES};
@@ -93,15 +101,23 @@ pub enum DbPath {
     Memory,
     /// A database file.
     File(PathBuf),
+    /// A PostgreSQL database (`--db postgres://…` or `postgresql://…`).
+    Postgres(pg::Target),
 }
 
 impl DbPath {
-    /// Parse a `--db` / `META_UTL_DB` value: `:memory:` or a file path.
-    pub fn parse(s: &str) -> Self {
+    /// Parse a `--db` / `META_UTL_DB` value: `:memory:`, a PostgreSQL URL
+    /// (`postgres://…` or `postgresql://…`, see [`pg::Target::parse`]) or a file path.
+    ///
+    /// # Errors
+    /// [`StoreError::BadUrl`] for a PostgreSQL URL that cannot be used.
+    pub fn parse(s: &str) -> Result<Self, StoreError> {
         if s == ":memory:" {
-            DbPath::Memory
+            Ok(DbPath::Memory)
+        } else if pg::Target::is_url(s) {
+            Ok(DbPath::Postgres(pg::Target::parse(s)?))
         } else {
-            DbPath::File(PathBuf::from(s))
+            Ok(DbPath::File(PathBuf::from(s)))
         }
     }
 
@@ -113,11 +129,12 @@ impl DbPath {
         Some(DbPath::File(data_dir()?.join("state.db")))
     }
 
-    /// The path as shown to users.
+    /// The path or URL as shown to users (a URL never with its password).
     pub fn display(&self) -> String {
         match self {
             DbPath::Memory => ":memory:".into(),
             DbPath::File(p) => p.display().to_string(),
+            DbPath::Postgres(t) => t.to_string(),
         }
     }
 }
@@ -247,6 +264,41 @@ pub enum StoreError {
     /// Any other SQLite failure while serving a request.
     #[error("database error: {0}")]
     Sqlite(#[source] rusqlite::Error),
+    /// `--db postgres://…` that cannot be used: malformed, or an option this program does
+    /// not support.
+    #[error("{reason}; the form is postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=…]")]
+    BadUrl {
+        /// What is wrong, naming the part.
+        reason: String,
+    },
+    /// The PostgreSQL server could not be reached, or refused the connection (authentication,
+    /// unknown database), at start-up or when reconnecting.
+    #[error(
+        "cannot connect to PostgreSQL at {target}: {reason}. Check that the server runs and \
+         accepts connections there, and the user, password (PGPASSWORD or ~/.pgpass) and \
+         database name"
+    )]
+    Unreachable {
+        /// Host, port, database and user (never the password).
+        target: String,
+        /// What the client library or the server said.
+        reason: String,
+    },
+    /// The connection to PostgreSQL was lost while serving; the server reconnects with
+    /// backoff, and calls fail with this until it is back.
+    #[error(
+        "the connection to PostgreSQL at {target} was lost ({reason}); nothing of this call \
+         was kept unless it was answered before. Reconnecting: retry in a moment"
+    )]
+    ConnectionLost {
+        /// Host, port, database and user (never the password).
+        target: String,
+        /// What the client library said.
+        reason: String,
+    },
+    /// Any other PostgreSQL failure while serving a request.
+    #[error("database error: {0}")]
+    Postgres(String),
     /// A stored value could not be read back or is out of its range: the file is damaged (or
     /// a bug wrote it). Never served.
     #[error("stored data is damaged: {0}")]
@@ -301,44 +353,84 @@ pub(crate) fn from_us(us: i64) -> Result<chrono::DateTime<chrono::Utc>, StoreErr
         .ok_or_else(|| StoreError::Corrupt(format!("timestamp {us} µs is out of range")))
 }
 
-/// A borrowed connection handed to store functions. Tool modules pass it through without
-/// seeing rusqlite.
+/// A borrowed connection inside a transaction, handed to store functions. Tool modules pass
+/// it through without seeing which database serves it.
 pub struct Db<'a> {
-    pub(crate) conn: &'a Connection,
+    backend: Backend<'a>,
 }
 
-/// The store: one SQLite connection behind a mutex.
-pub struct Store {
-    /// Shared with the checkpoint thread, which takes it for its short catch-up checkpoint.
-    conn: std::sync::Arc<Mutex<Connection>>,
-    path: DbPath,
-    /// Set while [`Store::batch`] holds a transaction open: [`Store::write`] then nests in a
-    /// savepoint and [`Store::read`] reads inside that transaction. Changed only with `conn`
-    /// locked.
-    in_batch: AtomicBool,
-    /// Set when SQLite ended the batch's transaction by itself (a full disk, an I/O error):
-    /// the failure, which every later write of the batch and the batch itself report.
-    batch_lost: Mutex<Option<String>>,
-    /// Damage found, or a background integrity check running: see [`health`].
-    health: std::sync::Arc<health::Health>,
-    /// The background WAL checkpoint thread (files only): see [`checkpoint`].
-    checkpointer: Option<checkpoint::Checkpointer>,
+/// The connection behind a [`Db`].
+#[derive(Clone, Copy)]
+pub(crate) enum Backend<'a> {
+    /// An SQLite connection.
+    Sqlite(&'a Connection),
+    /// A PostgreSQL session.
+    Postgres(&'a pg::Pg),
 }
 
-/// Undoes an open transaction or savepoint if the code inside it unwinds (a handler panic),
-/// so that the connection is never left inside a transaction nobody will end.
-struct TxGuard<'a> {
-    conn: &'a Connection,
-    undo: &'static str,
-    armed: bool,
-}
-
-impl Drop for TxGuard<'_> {
-    fn drop(&mut self) {
-        if self.armed {
-            let _ = self.conn.execute_batch(self.undo);
+impl<'a> Db<'a> {
+    pub(crate) fn sqlite(conn: &'a Connection) -> Self {
+        Db {
+            backend: Backend::Sqlite(conn),
         }
     }
+
+    pub(crate) fn postgres(pg: &'a pg::Pg) -> Self {
+        Db {
+            backend: Backend::Postgres(pg),
+        }
+    }
+
+    pub(crate) fn backend(&self) -> Backend<'a> {
+        self.backend
+    }
+
+    /// Run a transaction-control statement (`SAVEPOINT x`, `RELEASE x`, `ROLLBACK TO x`), the
+    /// same text on both backends.
+    ///
+    /// # Errors
+    /// The database's error.
+    pub(crate) fn control(&self, sql: &str) -> Result<(), StoreError> {
+        match self.backend {
+            Backend::Sqlite(c) => Ok(c.execute_batch(sql)?),
+            Backend::Postgres(p) => p.batch(sql),
+        }
+    }
+
+    /// The SQLite connection (unit tests that look at the tables).
+    ///
+    /// # Panics
+    /// On a PostgreSQL [`Db`].
+    #[cfg(test)]
+    pub(crate) fn conn(&self) -> &'a Connection {
+        match self.backend {
+            Backend::Sqlite(c) => c,
+            Backend::Postgres(_) => panic!("an SQLite connection was expected"),
+        }
+    }
+}
+
+/// `let conn = sqlite_or!(db, pg => pg::family::f(pg, …));`: the SQLite connection of `db`,
+/// or return what the PostgreSQL twin of the function answers.
+macro_rules! sqlite_or {
+    ($db:expr, $pg:ident => $twin:expr) => {
+        match $db.backend() {
+            $crate::store::Backend::Sqlite(c) => c,
+            $crate::store::Backend::Postgres($pg) => return $twin,
+        }
+    };
+}
+pub(crate) use sqlite_or;
+
+/// The store: an SQLite file or a PostgreSQL database, behind one interface.
+pub struct Store {
+    backend: StoreBackend,
+    path: DbPath,
+}
+
+enum StoreBackend {
+    Sqlite(sqlite::SqliteStore),
+    Postgres(pg::PgStore),
 }
 
 fn family_key(f: Family) -> &'static str {
@@ -365,481 +457,14 @@ impl Default for OpenOptions {
     }
 }
 
-impl Store {
-    /// Open (creating if needed) the database at `path` and migrate it to [`SCHEMA_VERSION`].
-    ///
-    /// Nothing is written to an existing file before it has been accepted: it must be empty,
-    /// or ours ([`APPLICATION_ID`], or an unmarked file of ours from before it, which is then
-    /// marked), not newer than this binary, and pass `PRAGMA quick_check` (files above
-    /// [`INLINE_CHECK_MAX_BYTES`] that need no schema change are checked in the background,
-    /// and writes wait for that check). A refused file is left byte-identical, without a
-    /// `-wal` or `-shm` that was not there before.
-    ///
-    /// The path is a file path, never an SQLite URI; symbolic links are resolved first, and a
-    /// new file is created with mode 0600 (a new directory with 0700) where the link points.
-    /// WAL journal, `synchronous=NORMAL` (a killed process loses nothing committed; see the
-    /// README), [`BUSY_TIMEOUT`], foreign keys on.
-    ///
-    /// # Errors
-    /// [`StoreError::NotAFile`], [`StoreError::Uri`], [`StoreError::NotADatabase`],
-    /// [`StoreError::Foreign`], [`StoreError::TooNew`], [`StoreError::Damaged`] (these leave
-    /// the file byte-identical), [`StoreError::Unwritable`], or [`StoreError::Sqlite`].
-    pub fn open(path: &DbPath) -> Result<Store, StoreError> {
-        Self::open_with(path, &OpenOptions::default())
-    }
-
-    /// [`Store::open`] with explicit [`OpenOptions`].
-    ///
-    /// # Errors
-    /// As [`Store::open`].
-    pub fn open_with(path: &DbPath, options: &OpenOptions) -> Result<Store, StoreError> {
-        // Switching a new file to WAL needs a lock that SQLite does not wait for with the busy
-        // handler; when several servers create one database at the same moment, the losers get
-        // SQLITE_BUSY at start-up. Retry the whole open for as long as a write would wait.
-        let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
-        let mut pause = Duration::from_millis(5);
-        loop {
-            match Self::open_once(path, options) {
-                Err(StoreError::Sqlite(e))
-                    if is_busy(&e) && std::time::Instant::now() + pause < deadline =>
-                {
-                    std::thread::sleep(pause);
-                    pause = (pause * 2).min(Duration::from_millis(200));
-                }
-                other => return other,
-            }
-        }
-    }
-
-    fn open_once(path: &DbPath, options: &OpenOptions) -> Result<Store, StoreError> {
-        let shown = path.display();
-        let (conn, check, real, fresh) = match path {
-            DbPath::Memory => (
-                Connection::open_in_memory()?,
-                open::Check::Done,
-                None,
-                false,
-            ),
-            DbPath::File(p) => {
-                if open::looks_like_uri(&p.to_string_lossy()) {
-                    let plain = shown[5..]
-                        .split(['?', '#'])
-                        .next()
-                        .unwrap_or("")
-                        .to_string();
-                    return Err(StoreError::Uri { path: shown, plain });
-                }
-                let real = open::resolve(p).map_err(|e| StoreError::Unwritable {
-                    path: shown.clone(),
-                    reason: e.to_string(),
-                })?;
-                let (conn, check, fresh) =
-                    open::open_file(&real, &shown, options.inline_check_max_bytes)?;
-                (conn, check, Some(real), fresh)
-            }
-        };
-        // Before the first statement that writes: several servers may open a new file at the
-        // same moment, and the first read must wait for another's schema transaction, not fail.
-        conn.busy_timeout(BUSY_TIMEOUT)?;
-        if real.is_some() {
-            let mode: String = conn
-                .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
-                .map_err(|e| open::classify(&shown, e))?;
-            if !mode.eq_ignore_ascii_case("wal") {
-                return Err(StoreError::Unwritable {
-                    path: shown,
-                    reason: format!("could not switch to WAL journal (got {mode})"),
-                });
-            }
-        }
-        conn.execute_batch("PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;")?;
-        // Every statement on a per-call path is prepared once and kept: the store has about
-        // 60, more than rusqlite's default cache of 16, which re-parsed SQL on every call.
-        conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
-        migrate(&conn).map_err(|e| open::classify(&shown, e))?;
-        let checking = check == open::Check::Background;
-        let health = std::sync::Arc::new(health::Health::new(shown.clone(), checking));
-        let conn = std::sync::Arc::new(Mutex::new(conn));
-        let checkpointer = match &real {
-            Some(real) => {
-                // On restart after a checkpoint, a WAL file that grew past the bound (one large
-                // transaction) is truncated back to it.
-                {
-                    let conn = conn.lock();
-                    let page: i64 = conn.query_row("PRAGMA page_size", [], |r| r.get(0))?;
-                    let limit = i64::from(checkpoint::WAL_BOUND_PAGES) * page;
-                    conn.pragma_update(None, "journal_size_limit", limit)?;
-                }
-                let started = checkpoint::Checkpointer::start(
-                    &conn,
-                    real,
-                    fresh,
-                    health.clone(),
-                    BUSY_TIMEOUT,
-                )
-                .map_err(|e| StoreError::Unwritable {
-                    path: shown.clone(),
-                    reason: format!("cannot start the WAL checkpoint thread: {e}"),
-                })?;
-                Some(started)
-            }
-            None => None,
-        };
-        if let (true, Some(real)) = (checking, real) {
-            spawn_background_check(real, health.clone())?;
-        }
-        Ok(Store {
-            conn,
-            path: path.clone(),
-            in_batch: AtomicBool::new(false),
-            batch_lost: Mutex::new(None),
-            health,
-            checkpointer,
-        })
-    }
-
-    /// The path in use, as shown to users.
-    pub fn path(&self) -> &DbPath {
-        &self.path
-    }
-
-    /// Run `f` inside one `BEGIN IMMEDIATE` transaction: committed when `f` returns `Ok`,
-    /// rolled back otherwise (also when `f` panics).
-    ///
-    /// Inside [`Store::batch`] the transaction is a savepoint of the batch's: `f`'s changes are
-    /// undone alone when it fails, and become durable when the batch commits.
-    ///
-    /// Nothing is written to a damaged file: a write is refused once damage is known, and
-    /// when SQLite reports damage while `f` runs (even if `f` handles the error itself), `f`'s
-    /// changes are rolled back and every later write refused. A write waits for a background
-    /// integrity check (up to [`CHECK_WAIT`]). When SQLite ends the transaction by itself
-    /// after a failure (a full disk), the error names that failure.
-    ///
-    /// # Errors
-    /// `f`'s error, or the store error of beginning or committing ([`StoreError::Damaged`],
-    /// [`StoreError::Checking`], [`StoreError::RolledBack`], [`StoreError::Sqlite`]).
-    pub fn write<T, E>(&self, f: impl FnOnce(&Db<'_>) -> Result<T, E>) -> Result<T, E>
-    where
-        E: From<StoreError>,
-    {
-        let in_batch = self.in_batch.load(Ordering::Relaxed);
-        if !in_batch {
-            // Before the lock: a read may run while the background check finishes.
-            self.health.writable(CHECK_WAIT).map_err(E::from)?;
-        }
-        let conn = self.conn.lock();
-        let (begin, end, undo) = if in_batch {
-            if conn.is_autocommit() && self.batch_lost.lock().is_none() {
-                // The group's transaction ended without a write noticing (a read met the
-                // failure): nothing of the group is left to add to.
-                *self.batch_lost.lock() = Some(health::rollback_cause(|| {
-                    "the transaction ended unexpectedly".into()
-                }));
-            }
-            if let Some(cause) = self.batch_lost.lock().clone() {
-                return Err(E::from(StoreError::RolledBack { cause }));
-            }
-            self.health.writable(Duration::ZERO).map_err(E::from)?;
-            (
-                "SAVEPOINT write",
-                "RELEASE write",
-                "ROLLBACK TO write; RELEASE write",
-            )
-        } else {
-            ("BEGIN IMMEDIATE", "COMMIT", "ROLLBACK")
-        };
-        health::reset();
-        conn.execute_batch(begin)
-            .map_err(|e| E::from(StoreError::from(e)))?;
-        let mut guard = TxGuard {
-            conn: &conn,
-            undo,
-            armed: true,
-        };
-        let db = Db { conn: &conn };
-        let out = f(&db);
-        if let Some(reason) = health::damage() {
-            // Undo what `f` did, whatever it answered, and write nothing more.
-            drop(guard);
-            return Err(E::from(self.health.mark_damaged(&reason)));
-        }
-        if conn.is_autocommit() {
-            // SQLite rolled the transaction back by itself (a full disk, an I/O error): `f`'s
-            // changes are gone whatever it answered, and so are the batch's.
-            guard.armed = false;
-            let cause = health::rollback_cause(|| "the transaction ended unexpectedly".into());
-            if in_batch {
-                *self.batch_lost.lock() = Some(cause.clone());
-            }
-            return Err(E::from(StoreError::RolledBack { cause }));
-        }
-        let out = match out {
-            Ok(v) => match conn.execute_batch(end) {
-                Ok(()) => Ok(v),
-                Err(e) => Err(self.failed_end(&conn, e)),
-            },
-            Err(e) => Err(e),
-        };
-        guard.armed = out.is_err();
-        drop(guard);
-        out.map_err(|e| match health::damage() {
-            Some(reason) => E::from(self.health.mark_damaged(&reason)),
-            None => e,
-        })
-    }
-
-    /// The error of a failed `COMMIT` or `RELEASE`: the failure that ended the transaction
-    /// when SQLite rolled it back by itself, else the commit's own.
-    fn failed_end<E: From<StoreError>>(&self, conn: &Connection, e: rusqlite::Error) -> E {
-        let e = StoreError::from(e);
-        if let Some(reason) = health::damage() {
-            return E::from(self.health.mark_damaged(&reason));
-        }
-        if conn.is_autocommit() {
-            let cause = health::rollback_cause(|| e.to_string());
-            return E::from(StoreError::RolledBack { cause });
-        }
-        E::from(e)
-    }
-
-    /// Run `f` inside a read transaction (a consistent snapshot of committed data); inside a
-    /// [`Store::batch`], inside the batch's transaction.
-    ///
-    /// When SQLite reports damage while `f` runs, `f`'s answer is not served (whatever `f`
-    /// made of the error): the call fails with [`StoreError::Damaged`], and every later write
-    /// is refused.
-    ///
-    /// # Errors
-    /// `f`'s error, [`StoreError::Damaged`], or the store error of beginning the transaction.
-    pub fn read<T, E>(&self, f: impl FnOnce(&Db<'_>) -> Result<T, E>) -> Result<T, E>
-    where
-        E: From<StoreError>,
-    {
-        let conn = self.conn.lock();
-        let db = Db { conn: &conn };
-        if self.in_batch.load(Ordering::Relaxed) {
-            let out = f(&db);
-            return match health::damage() {
-                Some(reason) => Err(E::from(self.health.mark_damaged(&reason))),
-                None => out,
-            };
-        }
-        health::reset();
-        conn.prepare_cached("BEGIN DEFERRED")
-            .and_then(|mut s| s.execute([]))
-            .map_err(|e| E::from(StoreError::from(e)))?;
-        let out = f(&db);
-        let _ = conn
-            .prepare_cached("COMMIT")
-            .and_then(|mut s| s.execute([]));
-        match health::damage() {
-            Some(reason) => Err(E::from(self.health.mark_damaged(&reason))),
-            None => out,
-        }
-    }
-
-    /// Group commit: run `f`, which makes several [`Store::write`] calls, inside one
-    /// `BEGIN IMMEDIATE` transaction, so that their changes reach the disk in one commit.
-    /// Each write still succeeds or fails alone (a savepoint each); the commit at the end makes
-    /// them all durable together. Nothing else may use the store while `f` runs (the server's
-    /// sequencer guarantees it: reads wait for the writes before them).
-    ///
-    /// When damage is found while the group runs, or SQLite rolls the group's transaction back
-    /// by itself (a full disk), nothing of the group is kept and the error says why.
-    ///
-    /// # Errors
-    /// The store error of beginning or committing ([`StoreError::Damaged`],
-    /// [`StoreError::Checking`], [`StoreError::RolledBack`], [`StoreError::Sqlite`]); on a
-    /// failed commit none of `f`'s writes is kept, and the caller must report every one of
-    /// them as failed.
-    pub fn batch<T>(&self, f: impl FnOnce() -> T) -> Result<T, StoreError> {
-        self.health.writable(CHECK_WAIT)?;
-        {
-            let conn = self.conn.lock();
-            health::reset();
-            conn.execute_batch("BEGIN IMMEDIATE")?;
-            self.in_batch.store(true, Ordering::Relaxed);
-            *self.batch_lost.lock() = None;
-        }
-        struct EndBatch<'a>(&'a Store);
-        impl Drop for EndBatch<'_> {
-            fn drop(&mut self) {
-                let conn = self.0.conn.lock();
-                self.0.in_batch.store(false, Ordering::Relaxed);
-                if !conn.is_autocommit() {
-                    // Reached only when `f` unwound: nothing of it is kept.
-                    let _ = conn.execute_batch("ROLLBACK");
-                }
-            }
-        }
-        let end = EndBatch(self);
-        let out = f();
-        let committed = {
-            let conn = self.conn.lock();
-            let lost = self.batch_lost.lock().take();
-            if let Some(cause) = lost {
-                Err(StoreError::RolledBack { cause })
-            } else if let Some(reason) = self.health.damage() {
-                let _ = conn.execute_batch("ROLLBACK");
-                Err(self.health.damaged_error(&reason))
-            } else if conn.is_autocommit() {
-                Err(StoreError::RolledBack {
-                    cause: health::rollback_cause(|| "the transaction ended unexpectedly".into()),
-                })
-            } else {
-                match conn.execute_batch("COMMIT") {
-                    Ok(()) => Ok(()),
-                    Err(e) => {
-                        let e: StoreError = self.failed_end(&conn, e);
-                        if !conn.is_autocommit() {
-                            let _ = conn.execute_batch("ROLLBACK");
-                        }
-                        Err(e)
-                    }
-                }
-            }
-        };
-        drop(end);
-        committed.map(|()| out)
-    }
-}
-
-impl Drop for Store {
-    fn drop(&mut self) {
-        // The checkpoint thread's connection closes first, so that this one is the last and
-        // checkpoints (and removes the WAL) as it closes.
-        if let Some(c) = &mut self.checkpointer {
-            c.stop();
-        }
-        if self.health.damage().is_some() {
-            // Closing the last connection would checkpoint the WAL into the damaged file.
-            let _ = self.conn.lock().set_db_config(
-                rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
-                true,
-            );
-        }
-    }
-}
-
-/// Check a large file for damage in the background: a connection of its own runs
-/// `PRAGMA quick_check`; writes wait until it has passed ([`health::Health::writable`]), then
-/// the event retention deferred by [`Store::apply_retention`] runs on that connection.
-fn spawn_background_check(
-    real: PathBuf,
-    health: std::sync::Arc<health::Health>,
-) -> Result<(), StoreError> {
-    let shown = real.display().to_string();
-    let path = shown.clone();
-    std::thread::Builder::new()
-        .name("integrity-check".into())
-        .spawn(move || {
-            let started = std::time::Instant::now();
-            let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE
-                | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
-            let conn = Connection::open_with_flags(&real, flags).map_err(StoreError::from);
-            let outcome = conn.as_ref().map_err(|e| e.to_string()).and_then(|conn| {
-                conn.busy_timeout(BUSY_TIMEOUT)
-                    .and_then(|()| conn.execute_batch("PRAGMA query_only = ON"))
-                    .map_err(|e| e.to_string())?;
-                match open::quick_check(conn, &shown) {
-                    Ok(()) => Ok(()),
-                    Err(StoreError::Damaged { reason, .. }) => Err(reason),
-                    Err(e) => Err(e.to_string()),
-                }
-            });
-            tracing::info!(
-                database = %shown,
-                seconds = started.elapsed().as_secs_f64(),
-                passed = outcome.is_ok(),
-                "background integrity check done"
-            );
-            let retention = health.check_done(outcome);
-            if let (Some(days), Ok(conn)) = (retention, &conn) {
-                let applied = conn
-                    .execute_batch("PRAGMA query_only = OFF; BEGIN IMMEDIATE")
-                    .map_err(StoreError::from)
-                    .and_then(|()| retention_now(&Db { conn }, days))
-                    .and_then(|n| {
-                        conn.execute_batch("COMMIT")?;
-                        Ok(n)
-                    });
-                match applied {
-                    Ok(n) => tracing::info!(deleted = n, days, "old events deleted"),
-                    Err(e) => {
-                        let _ = conn.execute_batch("ROLLBACK");
-                        tracing::warn!(error = %e, "event retention failed");
-                    }
-                }
-            }
-        })
-        .map(drop)
-        .map_err(|e| StoreError::Unwritable {
-            path,
-            reason: format!("cannot start the integrity check thread: {e}"),
-        })
-}
-
-fn retention_now(db: &Db<'_>, days: u32) -> Result<usize, StoreError> {
-    let cutoff = chrono::Utc::now() - chrono::Duration::days(days.into());
-    meta::delete_events_before(db, cutoff)
-}
-
-fn is_busy(e: &rusqlite::Error) -> bool {
-    matches!(
-        e.sqlite_error_code(),
-        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
-    )
-}
-
-fn migrate(conn: &Connection) -> Result<(), rusqlite::Error> {
-    conn.execute_batch("BEGIN IMMEDIATE")?;
-    let result = (|| {
-        let current: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
-        for (i, m) in MIGRATIONS.iter().enumerate().skip(current.max(0) as usize) {
-            conn.execute_batch(m.sql)?;
-            if let Some(data) = m.data {
-                data(conn)?;
-            }
-            conn.execute_batch(&format!("PRAGMA user_version = {}", i + 1))?;
-        }
-        conn.execute_batch(
-            "CREATE TABLE IF NOT EXISTS family_version (
-                 family  TEXT PRIMARY KEY,
-                 version INTEGER NOT NULL
-             ) STRICT;",
-        )?;
-        for f in Family::ALL {
-            conn.execute(
-                "INSERT OR IGNORE INTO family_version (family, version) VALUES (?1, 0)",
-                [family_key(f)],
-            )?;
-        }
-        // Mark the file as ours (new files, and ours from before the mark; open::validate
-        // refused every other).
-        let id: i32 = conn.query_row("PRAGMA application_id", [], |r| r.get(0))?;
-        if id != APPLICATION_ID {
-            conn.execute_batch(&format!("PRAGMA application_id = {APPLICATION_ID}"))?;
-        }
-        Ok(())
-    })();
-    match result {
-        Ok(()) => conn.execute_batch("COMMIT"),
-        Err(e) => {
-            let _ = conn.execute_batch("ROLLBACK");
-            Err(e)
-        }
-    }
-}
-
 /// Read the stored version of every cached family.
 ///
 /// # Errors
 /// [`StoreError::Sqlite`] when the query fails.
 pub fn versions(db: &Db<'_>) -> Result<Versions, StoreError> {
+    let conn = sqlite_or!(db, pg => pg::versions(pg));
     let mut out = [0; Family::ALL.len()];
-    let mut stmt = db
-        .conn
-        .prepare_cached("SELECT family, version FROM family_version")?;
+    let mut stmt = conn.prepare_cached("SELECT family, version FROM family_version")?;
     let mut rows = stmt.query([])?;
     while let Some(row) = rows.next()? {
         let key: String = row.get(0)?;
@@ -856,8 +481,8 @@ pub fn versions(db: &Db<'_>) -> Result<Versions, StoreError> {
 /// # Errors
 /// [`StoreError::Sqlite`] when the update fails.
 pub fn bump(db: &Db<'_>, family: Family) -> Result<i64, StoreError> {
-    Ok(db
-        .conn
+    let conn = sqlite_or!(db, pg => pg::bump(pg, family));
+    Ok(conn
         .prepare_cached(
             "UPDATE family_version SET version = version + 1 WHERE family = ?1 RETURNING version",
         )?
@@ -894,189 +519,110 @@ pub fn is_stale(db: &Db<'_>, svc: &MetaLearningService) -> Result<bool, StoreErr
 }
 
 impl Store {
+    /// Open (creating if needed) the database `path` names and migrate it to the schema this
+    /// binary writes: an SQLite file (see [`sqlite::SqliteStore::open`] for what is checked
+    /// before anything is written) or a PostgreSQL database (see [`pg::PgStore::open`]).
+    ///
+    /// # Errors
+    /// SQLite: [`StoreError::NotAFile`], [`StoreError::Uri`], [`StoreError::NotADatabase`],
+    /// [`StoreError::Foreign`], [`StoreError::TooNew`], [`StoreError::Damaged`] (these leave
+    /// the file byte-identical), [`StoreError::Unwritable`], or [`StoreError::Sqlite`].
+    /// PostgreSQL: [`StoreError::Unreachable`], [`StoreError::Foreign`],
+    /// [`StoreError::TooNew`] or [`StoreError::Postgres`].
+    pub fn open(path: &DbPath) -> Result<Store, StoreError> {
+        Self::open_with(path, &OpenOptions::default())
+    }
+
+    /// [`Store::open`] with explicit [`OpenOptions`] (SQLite only; PostgreSQL ignores them).
+    ///
+    /// # Errors
+    /// As [`Store::open`].
+    pub fn open_with(path: &DbPath, options: &OpenOptions) -> Result<Store, StoreError> {
+        let backend = match path {
+            DbPath::Postgres(target) => StoreBackend::Postgres(pg::PgStore::open(target)?),
+            _ => StoreBackend::Sqlite(sqlite::SqliteStore::open_with(path, options)?),
+        };
+        Ok(Store {
+            backend,
+            path: path.clone(),
+        })
+    }
+
+    /// The path or URL in use, as shown to users.
+    pub fn path(&self) -> &DbPath {
+        &self.path
+    }
+
+    /// Whether this is a PostgreSQL store.
+    pub fn is_postgres(&self) -> bool {
+        matches!(self.backend, StoreBackend::Postgres(_))
+    }
+
+    /// Run `f` inside one write transaction that excludes every other writer of the database
+    /// (in this process or another): committed when `f` returns `Ok`, rolled back otherwise
+    /// (also when `f` panics). Inside [`Store::batch`], a savepoint of the batch's.
+    ///
+    /// # Errors
+    /// `f`'s error, or the store error of beginning or committing (SQLite:
+    /// [`StoreError::Damaged`], [`StoreError::Checking`], [`StoreError::RolledBack`],
+    /// [`StoreError::Sqlite`]; PostgreSQL: [`StoreError::ConnectionLost`],
+    /// [`StoreError::Postgres`]).
+    pub fn write<T, E>(&self, f: impl FnOnce(&Db<'_>) -> Result<T, E>) -> Result<T, E>
+    where
+        E: From<StoreError>,
+    {
+        match &self.backend {
+            StoreBackend::Sqlite(s) => s.write(f),
+            StoreBackend::Postgres(p) => p.write(f),
+        }
+    }
+
+    /// Run `f` inside a read transaction (a consistent snapshot of committed data); inside a
+    /// [`Store::batch`], inside the batch's transaction.
+    ///
+    /// # Errors
+    /// `f`'s error, or the store error of beginning the transaction.
+    pub fn read<T, E>(&self, f: impl FnOnce(&Db<'_>) -> Result<T, E>) -> Result<T, E>
+    where
+        E: From<StoreError>,
+    {
+        match &self.backend {
+            StoreBackend::Sqlite(s) => s.read(f),
+            StoreBackend::Postgres(p) => p.read(f),
+        }
+    }
+
+    /// Group commit: run `f`, which makes several [`Store::write`] calls, inside one
+    /// transaction, so that their changes reach the disk in one commit. Each write still
+    /// succeeds or fails alone (a savepoint each).
+    ///
+    /// # Errors
+    /// The store error of beginning or committing; on a failed commit none of `f`'s writes
+    /// is kept, and the caller must report every one of them as failed.
+    pub fn batch<T>(&self, f: impl FnOnce() -> T) -> Result<T, StoreError> {
+        match &self.backend {
+            StoreBackend::Sqlite(s) => s.batch(f),
+            StoreBackend::Postgres(p) => p.batch(f),
+        }
+    }
+
     /// Delete meta-learning events older than `days` days (`--event-retention-days`).
     /// Returns how many were deleted.
     ///
     /// # Errors
     /// [`StoreError`] when the delete fails.
     ///
-    /// While a background integrity check runs, the deletion waits for the check to pass and
-    /// runs then (this returns 0).
+    /// While a background integrity check of an SQLite file runs, the deletion waits for the
+    /// check to pass and runs then (this returns 0).
     pub fn apply_retention(&self, days: u32) -> Result<usize, StoreError> {
-        match self.health.defer_retention(days) {
-            Some(days) => self.write(|db| retention_now(db, days)),
-            None => Ok(0),
+        match &self.backend {
+            StoreBackend::Sqlite(s) => s.apply_retention(days),
+            StoreBackend::Postgres(p) => p.write(|db| retention_now(db, days)),
         }
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn scratch() -> Store {
-        let store = Store::open(&DbPath::Memory).unwrap();
-        store
-            .write(|db| {
-                db.conn
-                    .execute_batch("CREATE TABLE t (v INTEGER NOT NULL)")
-                    .map_err(StoreError::from)
-            })
-            .unwrap();
-        store
-    }
-
-    fn insert(db: &Db<'_>, v: i64) -> Result<(), StoreError> {
-        db.conn.execute("INSERT INTO t (v) VALUES (?1)", [v])?;
-        Ok(())
-    }
-
-    fn values(store: &Store) -> Vec<i64> {
-        store
-            .read(|db| {
-                let mut stmt = db.conn.prepare("SELECT v FROM t ORDER BY v")?;
-                let rows = stmt.query_map([], |r| r.get(0))?;
-                Ok::<_, StoreError>(rows.collect::<Result<Vec<i64>, _>>()?)
-            })
-            .unwrap()
-    }
-
-    #[test]
-    fn a_write_that_fails_or_panics_leaves_nothing_and_the_store_usable() {
-        let store = scratch();
-        let failed: Result<(), StoreError> = store.write(|db| {
-            insert(db, 1)?;
-            Err(StoreError::Corrupt("handler failed after writing".into()))
-        });
-        assert!(failed.is_err());
-        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let _ = store.write(|db| -> Result<(), StoreError> {
-                insert(db, 2)?;
-                panic!("handler panicked after writing");
-            });
-        }));
-        assert!(panicked.is_err());
-        store.write(|db| insert(db, 3)).unwrap();
-        assert_eq!(values(&store), [3]);
-    }
-
-    #[test]
-    fn a_group_commit_keeps_each_write_alone_and_commits_the_rest_once() {
-        let store = scratch();
-        let outcomes = store
-            .batch(|| {
-                let mut out = vec![store.write(|db| insert(db, 10)).is_ok()];
-                out.push(
-                    store
-                        .write(|db| -> Result<(), StoreError> {
-                            insert(db, 11)?;
-                            Err(StoreError::Corrupt("fails after writing".into()))
-                        })
-                        .is_ok(),
-                );
-                out.push(
-                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        store.write(|db| -> Result<(), StoreError> {
-                            insert(db, 12)?;
-                            panic!("panics after writing");
-                        })
-                    }))
-                    .is_ok(),
-                );
-                // A read inside the group sees the group's own writes so far.
-                out.push(values(&store) == [10]);
-                out.push(store.write(|db| insert(db, 13)).is_ok());
-                out
-            })
-            .unwrap();
-        assert_eq!(outcomes, [true, false, false, true, true]);
-        assert_eq!(values(&store), [10, 13]);
-        // Outside a group, writes commit alone again.
-        store.write(|db| insert(db, 14)).unwrap();
-        assert_eq!(values(&store), [10, 13, 14]);
-    }
-
-    /// A file store with `rows` rows of 200 bytes in table `t`, closed.
-    fn file_with_rows(dir: &std::path::Path, rows: i64) -> DbPath {
-        let path = DbPath::File(dir.join("state.db"));
-        let store = Store::open(&path).unwrap();
-        store
-            .write(|db| {
-                db.conn.execute_batch(
-                    "CREATE TABLE t (v INTEGER NOT NULL, pad TEXT NOT NULL DEFAULT '');",
-                )?;
-                for v in 0..rows {
-                    db.conn
-                        .execute("INSERT INTO t VALUES (?1, printf('%.200c', 'x'))", [v])?;
-                }
-                Ok::<_, StoreError>(())
-            })
-            .unwrap();
-        path
-    }
-
-    #[test]
-    fn a_large_file_is_checked_in_the_background_and_writes_wait_for_the_check() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = file_with_rows(dir.path(), 2000);
-        let background = OpenOptions {
-            inline_check_max_bytes: 0,
-        };
-        let store = Store::open_with(&path, &background).unwrap();
-        assert_eq!(
-            store.apply_retention(1).unwrap(),
-            0,
-            "deferred to the check"
-        );
-        assert_eq!(values(&store).len(), 2000, "reads are served meanwhile");
-        store.write(|db| insert(db, 1)).unwrap();
-        assert!(store.health.damage().is_none());
-    }
-
-    #[test]
-    fn damage_found_in_the_background_refuses_writes_and_leaves_the_file_alone() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = file_with_rows(dir.path(), 2000);
-        let DbPath::File(file) = &path else {
-            unreachable!()
-        };
-        // XOR the header of a page near the end of the file, where the rows of `t` are.
-        let mut bytes = std::fs::read(file).unwrap();
-        let page = bytes.len() - 5 * 4096;
-        for b in &mut bytes[page..page + 64] {
-            *b ^= 0xA5;
-        }
-        std::fs::write(file, &bytes).unwrap();
-        let inline = Store::open(&path).err().expect("refused at start-up");
-        assert!(matches!(inline, StoreError::Damaged { .. }), "{inline}");
-
-        let background = OpenOptions {
-            inline_check_max_bytes: 0,
-        };
-        let store = Store::open_with(&path, &background).unwrap();
-        let refused = store.write(|db| insert(db, 1)).unwrap_err();
-        assert!(matches!(refused, StoreError::Damaged { .. }), "{refused}");
-        let refused = store.batch(|| ()).unwrap_err();
-        assert!(matches!(refused, StoreError::Damaged { .. }), "{refused}");
-        drop(store);
-        assert!(
-            std::fs::read(file).unwrap() == bytes,
-            "the file was written"
-        );
-    }
-
-    #[test]
-    fn a_group_that_unwinds_keeps_nothing() {
-        let store = scratch();
-        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            store.batch(|| {
-                store.write(|db| insert(db, 20)).unwrap();
-                panic!("the group itself fails");
-            })
-        }));
-        assert!(r.is_err());
-        assert!(values(&store).is_empty());
-        store.write(|db| insert(db, 21)).unwrap();
-        assert_eq!(values(&store), [21]);
-    }
+fn retention_now(db: &Db<'_>, days: u32) -> Result<usize, StoreError> {
+    let cutoff = chrono::Utc::now() - chrono::Duration::days(days.into());
+    meta::delete_events_before(db, cutoff)
 }

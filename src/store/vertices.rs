@@ -17,6 +17,7 @@ use rusqlite::{OptionalExtension, params};
 use uuid::Uuid;
 
 use super::{Db, StoreError, to_us};
+use super::{pg, sqlite_or};
 use crate::service::delta_sc::{
     E1Index, EmbedderKind, EmbedderRef, Fingerprint, FingerprintBuilder, Hit, NearbyVertex,
     StoredContext, StoredVertex, SurpriseNormalizer, TOKEN_DIM, VertexCache, VertexWrite,
@@ -196,14 +197,14 @@ fn decode_e1(bytes: &[u8]) -> Result<Vec<f32>, StoreError> {
 /// # Errors
 /// [`StoreError`] on SQL failure or corrupt rows.
 pub fn refresh(db: &Db<'_>, cache: &mut VertexCache) -> Result<(), StoreError> {
-    let (max_seq, count): (i64, i64) = db.conn.query_row(
+    let conn = sqlite_or!(db, pg => pg::vertices::refresh(pg, cache));
+    let (max_seq, count): (i64, i64) = conn.query_row(
         "SELECT COALESCE(MAX(seq), 0), COUNT(*) FROM vertices",
         [],
         |r| Ok((r.get(0)?, r.get(1)?)),
     )?;
     let rolled_back = match cache.unconfirmed.take() {
-        Some((seq, id)) => db
-            .conn
+        Some((seq, id)) => conn
             .query_row(
                 "SELECT 1 FROM vertices WHERE seq = ?1 AND id = ?2",
                 params![seq, id.to_string()],
@@ -218,9 +219,7 @@ pub fn refresh(db: &Db<'_>, cache: &mut VertexCache) -> Result<(), StoreError> {
         cache.loaded_seq = 0;
     }
     if max_seq > cache.loaded_seq {
-        let mut stmt = db
-            .conn
-            .prepare("SELECT id, e1 FROM vertices WHERE seq > ?1 ORDER BY seq")?;
+        let mut stmt = conn.prepare("SELECT id, e1 FROM vertices WHERE seq > ?1 ORDER BY seq")?;
         let mut rows = stmt.query([cache.loaded_seq])?;
         while let Some(row) = rows.next()? {
             let id = parse_id(row.get_ref(0)?.as_str().map_err(sql_type)?)?;
@@ -247,10 +246,9 @@ pub fn refresh(db: &Db<'_>, cache: &mut VertexCache) -> Result<(), StoreError> {
 /// # Errors
 /// [`StoreError`] on SQL failure or a malformed row.
 pub fn load_normalizer(db: &Db<'_>) -> Result<SurpriseNormalizer, StoreError> {
+    let conn = sqlite_or!(db, pg => pg::vertices::load_normalizer(pg));
     let mut counts = vec![vec![0u64; HISTOGRAM_BINS]; NUM_EMBEDDERS];
-    let mut stmt = db
-        .conn
-        .prepare_cached("SELECT embedder_index, counts FROM surprise_histograms")?;
+    let mut stmt = conn.prepare_cached("SELECT embedder_index, counts FROM surprise_histograms")?;
     let mut rows = stmt.query([])?;
     while let Some(row) = rows.next()? {
         let i: i64 = row.get(0)?;
@@ -274,7 +272,8 @@ pub fn load_normalizer(db: &Db<'_>) -> Result<SurpriseNormalizer, StoreError> {
 }
 
 fn save_normalizer(db: &Db<'_>, n: &SurpriseNormalizer) -> Result<(), StoreError> {
-    let mut stmt = db.conn.prepare_cached(
+    let conn = sqlite_or!(db, pg => pg::vertices::save_normalizer(pg, n));
+    let mut stmt = conn.prepare_cached(
         "INSERT INTO surprise_histograms (embedder_index, counts) VALUES (?1, ?2)
          ON CONFLICT (embedder_index) DO UPDATE SET counts = excluded.counts",
     )?;
@@ -295,10 +294,11 @@ fn save_normalizer(db: &Db<'_>, n: &SurpriseNormalizer) -> Result<(), StoreError
 /// # Errors
 /// [`StoreError`] on SQL failure or corrupt blobs.
 pub fn load_vertex(db: &Db<'_>, id: Uuid) -> Result<Option<StoredVertex>, StoreError> {
+    let conn = sqlite_or!(db, pg => pg::vertices::load_vertex(pg, id));
     let Some(current) = load_current(db, id)? else {
         return Ok(None);
     };
-    let mut stmt = db.conn.prepare_cached(
+    let mut stmt = conn.prepare_cached(
         "SELECT fingerprint FROM vertex_versions WHERE vertex_id = ?1 ORDER BY version",
     )?;
     let mut rows = stmt.query([id.to_string()])?;
@@ -316,9 +316,8 @@ pub fn load_vertex(db: &Db<'_>, id: Uuid) -> Result<Option<StoredVertex>, StoreE
 /// # Errors
 /// [`StoreError`] on SQL failure or a corrupt blob.
 pub fn load_current(db: &Db<'_>, id: Uuid) -> Result<Option<Fingerprint>, StoreError> {
-    let mut stmt = db
-        .conn
-        .prepare_cached("SELECT fingerprint FROM vertices WHERE id = ?1")?;
+    let conn = sqlite_or!(db, pg => pg::vertices::load_current(pg, id));
+    let mut stmt = conn.prepare_cached("SELECT fingerprint FROM vertices WHERE id = ?1")?;
     let mut rows = stmt.query([id.to_string()])?;
     // Decoded straight from SQLite's buffer, without copying the blob first.
     rows.next()?
@@ -362,15 +361,16 @@ pub fn persist(
     write: &VertexWrite<'_>,
     now: DateTime<Utc>,
 ) -> Result<i64, StoreError> {
+    let conn = sqlite_or!(db, pg => pg::vertices::persist(pg, write, now));
     let key = write.vertex_id.to_string();
     let now_us = to_us(now);
-    let next_version: i64 = db.conn.query_row(
+    let next_version: i64 = conn.query_row(
         "SELECT COALESCE(MAX(version), 0) + 1 FROM vertex_versions WHERE vertex_id = ?1",
         [&key],
         |r| r.get(0),
     )?;
     {
-        let mut insert = db.conn.prepare_cached(
+        let mut insert = conn.prepare_cached(
             "INSERT INTO vertex_versions (vertex_id, version, created_us, fingerprint)
              VALUES (?1, ?2, ?3, ?4)",
         )?;
@@ -383,7 +383,7 @@ pub fn persist(
             ])?;
         }
     }
-    db.conn.execute(
+    conn.execute(
         "DELETE FROM vertex_versions WHERE vertex_id = ?1 AND version <= (
              SELECT MAX(version) FROM vertex_versions WHERE vertex_id = ?1) - ?2",
         params![key, write.keep_versions as i64],
@@ -404,17 +404,16 @@ pub fn put_current(
     fp: &Fingerprint,
     now: DateTime<Utc>,
 ) -> Result<i64, StoreError> {
-    let seq: i64 =
-        db.conn
-            .query_row("SELECT COALESCE(MAX(seq), 0) + 1 FROM vertices", [], |r| {
-                r.get(0)
-            })?;
+    let conn = sqlite_or!(db, pg => pg::vertices::put_current(pg, id, fp, now));
+    let seq: i64 = conn.query_row("SELECT COALESCE(MAX(seq), 0) + 1 FROM vertices", [], |r| {
+        r.get(0)
+    })?;
     let e1: Vec<u8> = fp
         .e1_semantic
         .iter()
         .flat_map(|x| x.to_le_bytes())
         .collect();
-    let mut stmt = db.conn.prepare_cached(
+    let mut stmt = conn.prepare_cached(
         "INSERT INTO vertices (id, seq, updated_us, e1, fingerprint) VALUES (?1, ?2, ?3, ?4, ?5)
          ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, updated_us = excluded.updated_us,
              e1 = excluded.e1, fingerprint = excluded.fingerprint",
@@ -434,9 +433,8 @@ pub fn put_current(
 /// # Errors
 /// [`StoreError`] on SQL failure.
 pub fn count(db: &Db<'_>) -> Result<usize, StoreError> {
-    let n: i64 = db
-        .conn
-        .query_row("SELECT COUNT(*) FROM vertices", [], |r| r.get(0))?;
+    let conn = sqlite_or!(db, pg => pg::vertices::count(pg));
+    let n: i64 = conn.query_row("SELECT COUNT(*) FROM vertices", [], |r| r.get(0))?;
     Ok(n as usize)
 }
 
