@@ -6,7 +6,7 @@ mod common;
 use std::io::{BufRead, BufReader, Write};
 use std::process::Stdio;
 
-use common::{Server, pipe};
+use common::{Backend, Server, pipe};
 use serde_json::{Value, json};
 
 fn record_line(id: usize, embedder: usize) -> String {
@@ -15,9 +15,17 @@ fn record_line(id: usize, embedder: usize) -> String {
     .to_string()
 }
 
-#[test]
-fn state_and_log_are_identical_after_a_restart() {
-    let mut s = Server::start();
+common::both_backends!(
+    state_and_log_are_identical_after_a_restart,
+    two_processes_lose_no_update,
+    eight_processes_lose_no_update,
+    kill_9_loses_nothing_that_was_answered,
+    several_servers_creating_one_new_database_at_once_all_start,
+    piped_writes_answer_exactly_as_one_at_a_time,
+);
+
+fn state_and_log_are_identical_after_a_restart(backend: Backend) {
+    let mut s = Server::start_on(backend);
     for i in 0..40 {
         s.tool_ok(
             "record_prediction",
@@ -44,9 +52,9 @@ fn state_and_log_are_identical_after_a_restart() {
     assert_eq!(log_before["total_count"], log_after["total_count"]);
 }
 
-fn concurrent_processes(processes: usize, per_process: usize) {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("state.db");
+fn concurrent_processes(backend: Backend, processes: usize, per_process: usize) {
+    let fresh = backend.fresh();
+    let db = fresh.target.clone();
     // Create the schema once so the processes race on writes, not on migrations.
     let (status, _, _) = pipe(&db, b"");
     assert!(status.success());
@@ -86,20 +94,17 @@ fn concurrent_processes(processes: usize, per_process: usize) {
     );
 }
 
-#[test]
-fn two_processes_lose_no_update() {
-    concurrent_processes(2, 100);
+fn two_processes_lose_no_update(backend: Backend) {
+    concurrent_processes(backend, 2, 100);
 }
 
-#[test]
-fn eight_processes_lose_no_update() {
-    concurrent_processes(8, 40);
+fn eight_processes_lose_no_update(backend: Backend) {
+    concurrent_processes(backend, 8, 40);
 }
 
-#[test]
-fn kill_9_loses_nothing_that_was_answered() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("state.db");
+fn kill_9_loses_nothing_that_was_answered(backend: Backend) {
+    let fresh = backend.fresh();
+    let db = fresh.target.clone();
     let mut child = common::command()
         .arg("--db")
         .arg(&db)
@@ -274,11 +279,14 @@ fn the_database_path_comes_from_the_flag_or_the_environment() {
     assert_eq!(st["database"], ":memory:");
 }
 
-#[test]
-fn several_servers_creating_one_new_database_at_once_all_start() {
+fn several_servers_creating_one_new_database_at_once_all_start(backend: Backend) {
     for round in 0..10 {
-        let dir = tempfile::tempdir().unwrap();
-        let db = dir.path().join("new").join("state.db");
+        let fresh = backend.fresh();
+        // On SQLite, in a folder that does not exist yet either.
+        let db = match backend {
+            Backend::Sqlite => fresh.target.with_file_name("new").join("state.db"),
+            Backend::Postgres => fresh.target.clone(),
+        };
         let handles: Vec<_> = (0..6)
             .map(|p| {
                 let db = db.clone();
@@ -355,13 +363,12 @@ fn comparable(answer: &Value) -> Value {
     a
 }
 
-#[test]
-fn piped_writes_answer_exactly_as_one_at_a_time() {
+fn piped_writes_answer_exactly_as_one_at_a_time(backend: Backend) {
     // Piped all at once, writes share group commits; one at a time, each commits alone. A
     // client must not be able to tell: same answers, same stored state after a restart.
     let requests = mixed_requests();
-    let dir = tempfile::tempdir().unwrap();
-    let piped_db = dir.path().join("piped.db");
+    let (piped_fresh, sequential_fresh) = (backend.fresh(), backend.fresh());
+    let piped_db = piped_fresh.target.clone();
     let input: String = requests
         .iter()
         .enumerate()
@@ -379,7 +386,7 @@ fn piped_writes_answer_exactly_as_one_at_a_time() {
     piped.sort_by_key(|v| v["id"].as_u64());
     assert_eq!(piped.len(), requests.len());
 
-    let mut s = Server::start_at(&dir.path().join("sequential.db"), &[]);
+    let mut s = Server::start_at(&sequential_fresh.target, &[]);
     for (id, (p, got)) in requests.iter().zip(&piped).enumerate() {
         s.send_line(
             &json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": p}).to_string(),

@@ -3,8 +3,9 @@
 
 #![allow(dead_code)]
 
+use std::ffi::OsStr;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::{Duration, Instant};
@@ -12,6 +13,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 pub mod demo;
+pub mod pg;
 
 /// How long any single response may take before the test fails.
 pub const RESPONSE_TIMEOUT: Duration = Duration::from_secs(30);
@@ -55,6 +57,98 @@ pub fn real_model(test: &str) -> Option<PathBuf> {
     }
 }
 
+/// Where a test's database lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// A file in a temporary folder.
+    Sqlite,
+    /// A database of its own on the test process's PostgreSQL ([`pg`]).
+    Postgres,
+}
+
+/// A fresh empty database for one test: the folder or PostgreSQL database is removed when
+/// this is dropped.
+pub struct TestDb {
+    /// What `--db` takes: the file path, or the `postgres://` URL.
+    pub target: PathBuf,
+    /// The PostgreSQL database, on [`Backend::Postgres`].
+    pub pg: Option<pg::Database>,
+    _dir: Option<tempfile::TempDir>,
+}
+
+impl Backend {
+    /// A fresh empty database on this backend (on SQLite `state.db` in a new folder, not
+    /// created yet).
+    ///
+    /// # Panics
+    /// On PostgreSQL when there is none: the test wrappers of [`both_backends`] check
+    /// [`pg::available`] first.
+    pub fn fresh(self) -> TestDb {
+        match self {
+            Backend::Sqlite => {
+                let dir = tempfile::tempdir().expect("temp dir");
+                TestDb {
+                    target: dir.path().join("state.db"),
+                    pg: None,
+                    _dir: Some(dir),
+                }
+            }
+            Backend::Postgres => {
+                let db = pg::Database::create();
+                TestDb {
+                    target: PathBuf::from(&db.url),
+                    pg: Some(db),
+                    _dir: None,
+                }
+            }
+        }
+    }
+}
+
+/// Runs each named test body (`fn NAME(backend: Backend)`) on both backends, as the tests
+/// `NAME::sqlite` and `NAME::postgres`; the PostgreSQL one says it is skipped when there is
+/// no PostgreSQL (see [`pg::available`]).
+#[allow(unused_macros)]
+macro_rules! both_backends {
+    ($($name:ident),+ $(,)?) => {$(
+        mod $name {
+            #[test]
+            fn sqlite() {
+                super::$name($crate::common::Backend::Sqlite)
+            }
+
+            #[test]
+            fn postgres() {
+                if $crate::common::pg::available(module_path!()) {
+                    super::$name($crate::common::Backend::Postgres)
+                }
+            }
+        }
+    )+};
+}
+
+#[allow(unused_imports)]
+pub(crate) use both_backends;
+
+/// Runs each named test body (`fn NAME()`) only where PostgreSQL is there, saying it is
+/// skipped otherwise.
+#[allow(unused_macros)]
+macro_rules! postgres_only {
+    ($($name:ident),+ $(,)?) => {$(
+        mod $name {
+            #[test]
+            fn postgres() {
+                if $crate::common::pg::available(module_path!()) {
+                    super::$name()
+                }
+            }
+        }
+    )+};
+}
+
+#[allow(unused_imports)]
+pub(crate) use postgres_only;
+
 /// A running server.
 pub struct Server {
     child: Child,
@@ -63,23 +157,28 @@ pub struct Server {
     stderr: std::thread::JoinHandle<String>,
     next_id: i64,
     pending: Vec<Value>,
-    /// The database file.
+    /// The database: the file path, or the `postgres://` URL.
     pub db: PathBuf,
-    _dir: Option<tempfile::TempDir>,
+    _owned: Option<TestDb>,
 }
 
 impl Server {
-    /// A server on a fresh database in its own temp dir.
+    /// A server on a fresh SQLite database in its own temp dir.
     pub fn start() -> Server {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let db = dir.path().join("state.db");
-        let mut s = Server::start_at(&db, &[]);
-        s._dir = Some(dir);
+        Server::start_on(Backend::Sqlite)
+    }
+
+    /// A server on a fresh database of `backend`, removed when the server is dropped.
+    pub fn start_on(backend: Backend) -> Server {
+        let fresh = backend.fresh();
+        let mut s = Server::start_at(&fresh.target, &[]);
+        s._owned = Some(fresh);
         s
     }
 
-    /// A server on the given database file with extra flags.
-    pub fn start_at(db: &Path, extra: &[&str]) -> Server {
+    /// A server on the given database (a file path or a `postgres://` URL) with extra flags.
+    pub fn start_at(db: impl AsRef<OsStr>, extra: &[&str]) -> Server {
+        let db = db.as_ref();
         let mut child = command()
             .arg("--db")
             .arg(db)
@@ -114,8 +213,8 @@ impl Server {
             stderr,
             next_id: 1,
             pending: Vec::new(),
-            db: db.to_path_buf(),
-            _dir: None,
+            db: PathBuf::from(db),
+            _owned: None,
         }
     }
 
@@ -269,20 +368,21 @@ impl Server {
 
     /// Stop this server (EOF) and start a new one on the same database.
     pub fn restart(mut self) -> Server {
-        let dir = self._dir.take();
+        let dir = self._owned.take();
         let db = self.db.clone();
         let (status, _, stderr) = self.finish();
         assert!(status.success(), "exit {status:?}: {stderr}");
         let mut s = Server::start_at(&db, &[]);
-        s._dir = dir;
+        s._owned = dir;
         s
     }
 
-    /// Kill the process with SIGKILL.
-    pub fn kill(mut self) -> Option<tempfile::TempDir> {
+    /// Kill the process with SIGKILL; returns what keeps its database, when the server
+    /// made it.
+    pub fn kill(mut self) -> Option<TestDb> {
         let _ = self.child.kill();
         let _ = self.child.wait();
-        self._dir.take()
+        self._owned.take()
     }
 }
 
@@ -295,10 +395,10 @@ impl Drop for Server {
 
 /// Run the binary with all of `input` piped to stdin, wait for exit; returns (status, stdout
 /// lines, stderr).
-pub fn pipe(db: &Path, input: &[u8]) -> (ExitStatus, Vec<String>, String) {
+pub fn pipe(db: impl AsRef<OsStr>, input: &[u8]) -> (ExitStatus, Vec<String>, String) {
     let mut child = command()
         .arg("--db")
-        .arg(db)
+        .arg(db.as_ref())
         .env_remove("META_UTL_DB")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
