@@ -1,0 +1,437 @@
+//! What only the PostgreSQL backend has, on a real PostgreSQL (tests/common/pg.rs): bad URLs
+//! and unreachable servers at start-up, the password kept out of every output, a database that
+//! is not ours or is newer left untouched, moving a machine's SQLite memory into the team's
+//! database, four servers killed at random losing nothing answered, and the loss of the
+//! connection while serving.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::pg::Database;
+use common::{Server, demo, pipe};
+use serde_json::{Value, json};
+
+/// A password no output may ever show.
+const PASSWORD: &str = "pw-Zq81-never-shown";
+
+common::postgres_only!(
+    a_malformed_url_exits_2_with_a_message,
+    an_unreachable_server_exits_2_within_seconds_naming_it_without_the_password,
+    the_password_is_never_in_stderr_or_status,
+    a_database_whose_schema_holds_foreign_tables_is_refused_untouched,
+    a_newer_schema_version_is_refused_untouched,
+    export_from_sqlite_then_import_into_postgres_moves_the_memory,
+    four_servers_killed_at_random_lose_nothing_answered,
+    a_lost_connection_fails_the_call_clearly_and_the_server_reconnects,
+);
+
+/// The binary run with `--db db ARGS…` and `stdin`, to its end.
+fn run(db: &str, args: &[&str], stdin: &[u8]) -> Output {
+    let mut child = common::command()
+        .arg("--db")
+        .arg(db)
+        .args(args)
+        .env_remove("META_UTL_DB")
+        .env_remove("PGPASSWORD")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn meta-utl-mcp");
+    let mut pipe = child.stdin.take().expect("stdin");
+    let input = stdin.to_vec();
+    let writer = std::thread::spawn(move || {
+        let _ = pipe.write_all(&input);
+    });
+    let out = child.wait_with_output().expect("wait");
+    writer.join().unwrap();
+    out
+}
+
+fn record_line(id: usize, embedder: usize) -> String {
+    json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":"record_prediction",
+        "arguments":{"embedder_index": embedder % 13, "predicted": 0.9, "actual": 0.4}}})
+    .to_string()
+}
+
+fn interaction_count(db: &str) -> u64 {
+    let mut s = Server::start_at(db, &[]);
+    s.tool_ok("get_meta_learning_status", json!({}))["interaction_count"]
+        .as_u64()
+        .expect("interaction_count")
+}
+
+fn a_malformed_url_exits_2_with_a_message() {
+    for (url, names) in [
+        (
+            format!("postgres://someone:{PASSWORD}@localhost:notaport/db"),
+            "postgres://",
+        ),
+        (
+            format!("postgres://someone:{PASSWORD}@localhost/db?sslmode=sometimes"),
+            "sslmode=sometimes",
+        ),
+    ] {
+        let started = Instant::now();
+        let out = run(&url, &[], b"");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{url}: {stderr}");
+        assert!(out.stdout.is_empty(), "{url}: nothing on stdout");
+        assert!(
+            stderr.contains(names) && stderr.contains("postgres://USER"),
+            "{url}: the message names the part and the form: {stderr}"
+        );
+        assert!(!stderr.contains(PASSWORD), "{url}: {stderr}");
+        assert!(started.elapsed() < Duration::from_secs(10), "{url}");
+    }
+    // Taken as a URL, never as a file path (which made a `postgres:` folder before).
+    let dir = tempfile::tempdir().unwrap();
+    let out = common::command()
+        .args(["--db", "postgres://"])
+        .env_remove("META_UTL_DB")
+        .env_remove("PGUSER")
+        .env_remove("USER")
+        .current_dir(dir.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "no junk");
+}
+
+fn an_unreachable_server_exits_2_within_seconds_naming_it_without_the_password() {
+    let port = common::pg::free_port();
+    let url = format!("postgres://someone:{PASSWORD}@127.0.0.1:{port}/teamdb");
+    let started = Instant::now();
+    let out = run(&url, &[], br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#);
+    let took = started.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(out.stdout.is_empty(), "nothing on stdout");
+    assert!(took < Duration::from_secs(15), "took {took:?}");
+    for part in ["127.0.0.1", &port.to_string(), "teamdb", "someone"] {
+        assert!(stderr.contains(part), "{part} not named: {stderr}");
+    }
+    assert!(!stderr.contains(PASSWORD), "{stderr}");
+    // The same from the environment, and through PGPASSWORD.
+    let out = common::command()
+        .env(
+            "META_UTL_DB",
+            format!("postgres://someone@127.0.0.1:{port}/teamdb"),
+        )
+        .env("PGPASSWORD", PASSWORD)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("teamdb") && !stderr.contains(PASSWORD),
+        "{stderr}"
+    );
+}
+
+fn the_password_is_never_in_stderr_or_status() {
+    let db = Database::create();
+    let url = db.url_with_password(PASSWORD);
+    let mut s = Server::start_at(&url, &["--log-level", "debug"]);
+    s.initialize("2025-06-18");
+    s.tool_ok(
+        "record_prediction",
+        json!({"embedder_index": 1, "predicted": 0.9, "actual": 0.4}),
+    );
+    let status = s.tool_ok("get_meta_learning_status", json!({}));
+    let shown = status["database"].as_str().expect("database");
+    assert_eq!(shown, db.url, "shown without the password");
+    let (exit, lines, stderr) = s.finish();
+    assert!(exit.success(), "{stderr}");
+    assert!(
+        stderr.contains(&db.name),
+        "the logs name the database: {stderr}"
+    );
+    assert!(!stderr.contains(PASSWORD), "{stderr}");
+    assert!(lines.iter().all(|l| !l.contains(PASSWORD)));
+    // The console's status too.
+    let out = run(&url, &["status"], b"");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for bytes in [&out.stdout, &out.stderr] {
+        assert!(!String::from_utf8_lossy(bytes).contains(PASSWORD));
+    }
+}
+
+/// Every table of `schema` with its rows, as text, to compare before and after.
+fn contents(db: &Database, schema: &str) -> Vec<(String, Vec<String>)> {
+    let mut c = db.client();
+    let tables = c
+        .query(
+            "SELECT table_name::text FROM information_schema.tables WHERE table_schema = $1 \
+             ORDER BY 1",
+            &[&schema],
+        )
+        .unwrap();
+    tables
+        .iter()
+        .map(|t| {
+            let name: String = t.get(0);
+            let rows = c
+                .query(
+                    &format!("SELECT t::text FROM {schema}.{name} t ORDER BY 1"),
+                    &[],
+                )
+                .unwrap();
+            (name, rows.iter().map(|r| r.get(0)).collect())
+        })
+        .collect()
+}
+
+fn a_database_whose_schema_holds_foreign_tables_is_refused_untouched() {
+    let db = Database::create();
+    db.client()
+        .batch_execute(
+            "CREATE SCHEMA meta_utl;
+             CREATE TABLE meta_utl.invoices (id BIGINT PRIMARY KEY, total NUMERIC);
+             INSERT INTO meta_utl.invoices VALUES (1, 99.5), (2, 12);",
+        )
+        .unwrap();
+    let before = contents(&db, "meta_utl");
+    let (status, lines, stderr) = pipe(&db.url, br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#);
+    assert_eq!(status.code(), Some(2), "{stderr}");
+    assert!(lines.is_empty(), "nothing on stdout");
+    assert!(
+        stderr.contains("not a meta-utl-mcp database") && stderr.contains(&db.name),
+        "{stderr}"
+    );
+    assert_eq!(contents(&db, "meta_utl"), before, "left untouched");
+}
+
+fn a_newer_schema_version_is_refused_untouched() {
+    let db = Database::create();
+    // A real schema first, then marked as written by a newer binary.
+    let (status, _, stderr) = pipe(&db.url, b"");
+    assert!(
+        status.success() || stderr.contains("not ported"),
+        "{stderr}"
+    );
+    db.client()
+        .batch_execute("UPDATE meta_utl.schema_version SET version = 999")
+        .unwrap();
+    let before = contents(&db, "meta_utl");
+    let (status, lines, stderr) = pipe(&db.url, b"");
+    assert_eq!(status.code(), Some(2), "{stderr}");
+    assert!(lines.is_empty());
+    assert!(
+        stderr.contains("schema version 999") && stderr.contains(&db.name),
+        "{stderr}"
+    );
+    assert_eq!(contents(&db, "meta_utl"), before, "left untouched");
+}
+
+fn blacklisted(s: &mut Server) -> bool {
+    let (task, strategy) = demo::BLOCKED;
+    s.tool_ok(
+        "check_strategy_blacklist",
+        json!({"task_id": task, "strategy": strategy}),
+    )["blacklisted"]
+        .as_bool()
+        .expect("blacklisted")
+}
+
+/// The console's `lessons list --all --json` of `db`.
+fn lessons(db: &str) -> Value {
+    let out = run(db, &["lessons", "list", "--all", "--json"], b"");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON")
+}
+
+fn export_from_sqlite_then_import_into_postgres_moves_the_memory() {
+    let mut s = Server::start();
+    demo::seed(&mut s);
+    assert!(blacklisted(&mut s));
+    let local = s.db.to_str().unwrap().to_string();
+    let (status, _, stderr) = s.finish();
+    assert!(status.success(), "{stderr}");
+
+    // `meta-utl-mcp export --db state.db | meta-utl-mcp import - --db postgres://…`
+    let exported = run(&local, &["export"], b"");
+    assert!(exported.status.success());
+    let team = Database::create();
+    let imported = run(&team.url, &["import", "-", "--json"], &exported.stdout);
+    assert!(
+        imported.status.success(),
+        "{}",
+        String::from_utf8_lossy(&imported.stderr)
+    );
+    let report: Value = serde_json::from_slice(&imported.stdout).expect("JSON report");
+    assert_eq!(report["lessons_added"], demo::LESSONS.len(), "{report}");
+    assert_eq!(report["beliefs_created"], 2, "{report}");
+    assert_eq!(lessons(&team.url), lessons(&local), "the same lessons");
+
+    let mut s = Server::start_at(&team.url, &[]);
+    assert!(
+        blacklisted(&mut s),
+        "the strategy is not blocked after import"
+    );
+    drop(s);
+    // Twice adds nothing.
+    let again = run(&team.url, &["import", "-", "--json"], &exported.stdout);
+    let report: Value = serde_json::from_slice(&again.stdout).expect("JSON report");
+    assert_eq!(report["lessons_added"], 0, "{report}");
+    assert_eq!(report["lessons_skipped"], demo::LESSONS.len(), "{report}");
+}
+
+/// A small xorshift generator: the kill points differ between runs, and a failing run prints
+/// its seed.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
+/// One server on `db` fed writes until it answered `answers`, then killed with SIGKILL;
+/// returns how many writes it answered as done.
+fn write_until_killed(db: &str, answers: u64) -> u64 {
+    let mut child = common::command()
+        .arg("--db")
+        .arg(db)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        for i in 0..5000 {
+            if stdin
+                .write_all((record_line(i, i) + "\n").as_bytes())
+                .is_err()
+            {
+                break;
+            }
+        }
+    });
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut answered = 0;
+    let mut line = String::new();
+    while answered < answers {
+        line.clear();
+        assert!(out.read_line(&mut line).unwrap() > 0, "stdout closed early");
+        let v: Value = serde_json::from_str(&line).unwrap();
+        assert!(v["result"]["isError"] == false, "a write failed: {line}");
+        answered += 1;
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let _ = writer.join();
+    answered
+}
+
+fn four_servers_killed_at_random_lose_nothing_answered() {
+    let db = Database::create();
+    let (status, _, stderr) = pipe(&db.url, b"");
+    assert!(status.success(), "{stderr}");
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
+        | 1;
+    let handles: Vec<_> = (0..4u64)
+        .map(|server| {
+            let url = db.url.clone();
+            std::thread::spawn(move || {
+                let mut rng = Rng(seed.wrapping_mul(server * 2 + 1) | 1);
+                (0..3)
+                    .map(|_| write_until_killed(&url, 20 + rng.below(150)))
+                    .sum::<u64>()
+            })
+        })
+        .collect();
+    let answered: u64 = handles.into_iter().map(|h| h.join().unwrap()).sum();
+    let stored = interaction_count(&db.url);
+    assert!(
+        stored >= answered,
+        "seed {seed}: {answered} answered but only {stored} stored"
+    );
+}
+
+/// The message of a failed call (a JSON-RPC error or a tool result with `isError`).
+fn failure(r: &Value) -> Option<String> {
+    if let Some(e) = r.get("error") {
+        return Some(e["message"].as_str().unwrap_or_default().to_string());
+    }
+    (r["result"]["isError"] == true).then(|| {
+        r["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    })
+}
+
+fn a_lost_connection_fails_the_call_clearly_and_the_server_reconnects() {
+    let db = Database::create();
+    let url = db.url_with_password(PASSWORD);
+    let mut s = Server::start_at(&url, &[]);
+    let record = json!({"embedder_index": 2, "predicted": 0.9, "actual": 0.4});
+    s.tool_ok("record_prediction", record.clone());
+    let (mut ok, mut failed) = (1u64, 0u64);
+    for _ in 0..3 {
+        let mut admin = common::pg::admin();
+        let killed = admin
+            .query(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+                 WHERE datname = $1 AND pid <> pg_backend_pid()",
+                &[&db.name],
+            )
+            .unwrap();
+        assert!(!killed.is_empty(), "the server holds a session");
+        // Each call either succeeds (the loss was noticed first and the session renewed) or
+        // fails saying so; within seconds they succeed again.
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let r = s.call("record_prediction", record.clone());
+            match failure(&r) {
+                None => {
+                    ok += 1;
+                    break;
+                }
+                Some(m) => {
+                    failed += 1;
+                    assert!(
+                        m.contains("connection") && m.contains(&db.name),
+                        "not a clear error: {m}"
+                    );
+                    assert!(!m.contains(PASSWORD), "{m}");
+                    assert!(Instant::now() < deadline, "no reconnection: {m}");
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+            }
+        }
+        assert_eq!(
+            s.tool_ok("get_meta_learning_status", json!({}))["database"],
+            db.url
+        );
+    }
+    let (status, _, stderr) = s.finish();
+    assert!(status.success(), "{stderr}");
+    assert!(!stderr.contains(PASSWORD), "{stderr}");
+    let stored = interaction_count(&db.url);
+    assert!(
+        stored >= ok && stored <= ok + failed,
+        "{ok} answered, {failed} failed, {stored} stored"
+    );
+}
