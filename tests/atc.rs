@@ -5,11 +5,26 @@
 mod common;
 
 use chrono::{Duration, Utc};
-use common::Server;
+use common::{Backend, Server};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use rand_distr::{Distribution, Normal};
 use serde_json::{Value, json};
+
+common::both_backends!(
+    observations_change_the_metrics,
+    level2_lowers_the_ece_of_overconfident_data,
+    restart_keeps_temperatures_bandit_statistics_and_thresholds,
+    level4_moves_theta_acc_to_the_balanced_accuracy_optimum,
+    level1_reports_threshold_drift,
+    timeframe_filters_by_observation_time,
+    every_error_arm,
+    two_processes_on_one_database_see_each_others_observations,
+    level2_reports_the_ece_after_in_sample_and_cross_validated,
+    after_level2_level2_is_no_longer_recommended,
+    an_empty_window_does_not_call_for_level4_and_times_are_utc_micros,
+    schemas_and_server_agree_on_edge_values,
+);
 
 const TOL: f64 = 1e-9;
 
@@ -53,20 +68,22 @@ fn ok(s: &mut Server, name: &str, args: Value) -> Value {
     out
 }
 
-fn overrides(db: &std::path::Path) -> Vec<String> {
-    let conn = rusqlite::Connection::open(db).unwrap();
-    let mut stmt = conn
-        .prepare("SELECT description FROM directive_history WHERE intervention_type = 'OVERRIDE' ORDER BY seq")
-        .unwrap();
-    stmt.query_map([], |r| r.get(0))
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap()
+/// The descriptions of the OVERRIDE directives, oldest first (from `list_directive_history`).
+fn overrides(s: &mut Server) -> Vec<String> {
+    let h = s.tool_ok("list_directive_history", json!({"limit": 1000}));
+    let mut out: Vec<String> = h["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .filter(|e| e["intervention_type"] == "OVERRIDE")
+        .map(|e| e["description"].as_str().expect("description").to_string())
+        .collect();
+    out.reverse();
+    out
 }
 
-#[test]
-fn observations_change_the_metrics() {
-    let mut s = Server::start();
+fn observations_change_the_metrics(backend: Backend) {
+    let mut s = Server::start_on(backend);
     let empty = ok(&mut s, "get_calibration_metrics", json!({}));
     assert_eq!(empty["observation_count"], 0);
     assert_eq!(empty["metrics"], Value::Null);
@@ -115,9 +132,8 @@ fn observations_change_the_metrics() {
     assert_eq!(code["domain"], "Code");
 }
 
-#[test]
-fn level2_lowers_the_ece_of_overconfident_data() {
-    let mut s = Server::start();
+fn level2_lowers_the_ece_of_overconfident_data(backend: Backend) {
+    let mut s = Server::start_on(backend);
     let obs = overconfident(1, 3000, 7, "General");
     ok(
         &mut s,
@@ -162,7 +178,7 @@ fn level2_lowers_the_ece_of_overconfident_data() {
     assert_eq!(st["embedders"].as_array().unwrap().len(), 1);
     assert_eq!(st["embedders"][0]["temperature"], e1["temperature_after"]);
 
-    let notes = overrides(&s.db);
+    let notes = overrides(&mut s);
     assert_eq!(notes.len(), 1, "{notes:?}");
     assert!(
         notes[0].contains("level 2") && notes[0].contains("E1 T"),
@@ -170,9 +186,8 @@ fn level2_lowers_the_ece_of_overconfident_data() {
     );
 }
 
-#[test]
-fn restart_keeps_temperatures_bandit_statistics_and_thresholds() {
-    let mut s = Server::start();
+fn restart_keeps_temperatures_bandit_statistics_and_thresholds(backend: Backend) {
+    let mut s = Server::start_on(backend);
     let mut obs = overconfident(5, 500, 3, "Legal");
     // Bandit feedback on the Legal bandit: 0.77 succeeds 9 times of 10.
     for i in 0..10 {
@@ -252,9 +267,8 @@ fn restart_keeps_temperatures_bandit_statistics_and_thresholds() {
     assert_eq!(st["embedders"], status["embedders"]);
 }
 
-#[test]
-fn level4_moves_theta_acc_to_the_balanced_accuracy_optimum() {
-    let mut s = Server::start();
+fn level4_moves_theta_acc_to_the_balanced_accuracy_optimum(backend: Backend) {
+    let mut s = Server::start_on(backend);
     // E2 (T = 1): right answers at 0.66..0.96, wrong ones at 0.34..0.64 → θ in (0.64, 0.66].
     let obs: Vec<Value> = (0..40)
         .flat_map(|i| {
@@ -304,12 +318,11 @@ fn level4_moves_theta_acc_to_the_balanced_accuracy_optimum() {
     );
     assert_eq!(r["success"], false);
     assert_eq!(r["error"], "0 observations, need at least 20");
-    assert_eq!(overrides(&s.db).len(), 1);
+    assert_eq!(overrides(&mut s).len(), 1);
 }
 
-#[test]
-fn level1_reports_threshold_drift() {
-    let mut s = Server::start();
+fn level1_reports_threshold_drift(backend: Backend) {
+    let mut s = Server::start_on(backend);
     // General theta_acc is 0.74; the agent keeps using 0.80 ± 0.01.
     let obs: Vec<Value> = (0..60)
         .map(|i| {
@@ -336,12 +349,11 @@ fn level1_reports_threshold_drift() {
             .unwrap()
             .contains(&json!(3))
     );
-    assert!(overrides(&s.db).is_empty());
+    assert!(overrides(&mut s).is_empty());
 }
 
-#[test]
-fn timeframe_filters_by_observation_time() {
-    let mut s = Server::start();
+fn timeframe_filters_by_observation_time(backend: Backend) {
+    let mut s = Server::start_on(backend);
     let now = Utc::now();
     let at = |ago: Duration, correct: bool| {
         json!({"embedder_id": 6, "confidence": 0.7, "correct": correct,
@@ -378,9 +390,8 @@ fn timeframe_filters_by_observation_time() {
     }
 }
 
-#[test]
-fn every_error_arm() {
-    let mut s = Server::start();
+fn every_error_arm(backend: Backend) {
+    let mut s = Server::start_on(backend);
     let good = json!({"embedder_id": 1, "confidence": 0.5, "correct": true});
     let with = |k: &str, v: Value| {
         let mut o = good.clone();
@@ -537,10 +548,9 @@ fn every_error_arm() {
     assert_eq!(m["observation_count"], 0);
 }
 
-#[test]
-fn two_processes_on_one_database_see_each_others_observations() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("shared.db");
+fn two_processes_on_one_database_see_each_others_observations(backend: Backend) {
+    let fresh = backend.fresh();
+    let db = fresh.target.clone();
     let mut a = Server::start_at(&db, &[]);
     let mut b = Server::start_at(&db, &[]);
     let batch = |n: usize, embedder_id: u8| -> Value {
@@ -583,9 +593,8 @@ fn twenty_by_fold() -> Value {
     json!({ "observations": obs })
 }
 
-#[test]
-fn level2_reports_the_ece_after_in_sample_and_cross_validated() {
-    let mut s = Server::start();
+fn level2_reports_the_ece_after_in_sample_and_cross_validated(backend: Backend) {
+    let mut s = Server::start_on(backend);
     ok(&mut s, "record_calibration_observations", twenty_by_fold());
     let r = ok(&mut s, "trigger_recalibration", json!({"level": 2}));
     let rc = &r["recalibration"];
@@ -611,9 +620,8 @@ fn level2_reports_the_ece_after_in_sample_and_cross_validated() {
     );
 }
 
-#[test]
-fn after_level2_level2_is_no_longer_recommended() {
-    let mut s = Server::start();
+fn after_level2_level2_is_no_longer_recommended(backend: Backend) {
+    let mut s = Server::start_on(backend);
     // 80 % right at 0.9 (over-confident) and 90 % right at 0.65 (under-confident): one
     // temperature cannot fix both, so calibration stays Poor after Level 2.
     let obs: Vec<Value> = (0..60)
@@ -669,7 +677,7 @@ fn after_level2_level2_is_no_longer_recommended() {
         );
     }
     // A dry run changes nothing, so Level 2 stays recommended after one.
-    let mut s = Server::start();
+    let mut s = Server::start_on(backend);
     ok(
         &mut s,
         "record_calibration_observations",
@@ -689,9 +697,8 @@ fn after_level2_level2_is_no_longer_recommended() {
     );
 }
 
-#[test]
-fn an_empty_window_does_not_call_for_level4_and_times_are_utc_micros() {
-    let mut s = Server::start();
+fn an_empty_window_does_not_call_for_level4_and_times_are_utc_micros(backend: Backend) {
+    let mut s = Server::start_on(backend);
     let three_days_ago = (Utc::now() - Duration::days(3)).to_rfc3339();
     let obs: Vec<Value> = (0..30)
         .map(|i| {
@@ -732,9 +739,8 @@ fn an_empty_window_does_not_call_for_level4_and_times_are_utc_micros() {
 
 /// The published input schema and the server agree on every edge value of every field (the
 /// generic property test runs more cases after merging; this one pins the ATC rules).
-#[test]
-fn schemas_and_server_agree_on_edge_values() {
-    let mut s = Server::start();
+fn schemas_and_server_agree_on_edge_values(backend: Backend) {
+    let mut s = Server::start_on(backend);
     let list = s.request("tools/list", Value::Null);
     let schema = |name: &str| {
         let tool = list["result"]["tools"]

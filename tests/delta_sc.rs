@@ -4,9 +4,19 @@
 
 mod common;
 
-use common::Server;
+use common::{Backend, Server};
 use rand::{RngExt, SeedableRng, rngs::StdRng};
 use serde_json::{Map, Value, json};
+
+common::both_backends!(
+    listed_with_schemas_and_reachable_by_aliases,
+    each_validation_rule_is_invalid_params_naming_the_field,
+    identical_update_on_empty_store_has_zero_surprise_and_diagnostics_on_request,
+    persist_false_leaves_the_store_unchanged_and_persist_true_survives_restart,
+    record_prediction_closes_once_and_moves_lambda_in_the_error_direction,
+    teleological_wrapper_is_accepted,
+    a_second_process_sees_vertices_stored_by_the_first,
+);
 
 const TOOL: &str = "gwt_compute_delta_sc";
 const VERTEX: &str = "0b6f2c9e-1d2a-4e8b-9c3f-5a7d1e2b3c4d";
@@ -92,9 +102,8 @@ fn args(vertex: &str, old: &Value, new: &Value) -> Value {
     json!({"vertex_id": vertex, "old_fingerprint": old, "new_fingerprint": new})
 }
 
-#[test]
-fn listed_with_schemas_and_reachable_by_aliases() {
-    let mut s = Server::start();
+fn listed_with_schemas_and_reachable_by_aliases(backend: Backend) {
+    let mut s = Server::start_on(backend);
     let list = s.request("tools/list", Value::Null);
     let tool = list["result"]["tools"]
         .as_array()
@@ -120,9 +129,8 @@ fn listed_with_schemas_and_reachable_by_aliases() {
     }
 }
 
-#[test]
-fn each_validation_rule_is_invalid_params_naming_the_field() {
-    let mut s = Server::start();
+fn each_validation_rule_is_invalid_params_naming_the_field(backend: Backend) {
+    let mut s = Server::start_on(backend);
     let good = fingerprint(2);
     type Edit = fn(&mut Value);
     let cases: Vec<(Edit, &str)> = vec![
@@ -206,9 +214,8 @@ fn each_validation_rule_is_invalid_params_naming_the_field() {
     assert_eq!(out["context"]["stored_vertices"], 0);
 }
 
-#[test]
-fn identical_update_on_empty_store_has_zero_surprise_and_diagnostics_on_request() {
-    let mut s = Server::start();
+fn identical_update_on_empty_store_has_zero_surprise_and_diagnostics_on_request(backend: Backend) {
+    let mut s = Server::start_on(backend);
     let fp = fingerprint(3);
     let plain = s.tool_ok(TOOL, json!({"vertex_id": VERTEX, "old_fingerprint": fp, "new_fingerprint": fp, "persist": false}));
     assert!(plain.get("diagnostics").is_none());
@@ -229,9 +236,8 @@ fn identical_update_on_empty_store_has_zero_surprise_and_diagnostics_on_request(
     assert_eq!(d["neighbours"], json!([]));
 }
 
-#[test]
-fn persist_false_leaves_the_store_unchanged_and_persist_true_survives_restart() {
-    let mut s = Server::start();
+fn persist_false_leaves_the_store_unchanged_and_persist_true_survives_restart(backend: Backend) {
+    let mut s = Server::start_on(backend);
     let a_old = fingerprint(10);
     let a_new = nudge(&a_old, 0.1, 11);
     let b = nudge(&a_new, 0.1, 12);
@@ -264,9 +270,8 @@ fn persist_false_leaves_the_store_unchanged_and_persist_true_survives_restart() 
     );
 }
 
-#[test]
-fn record_prediction_closes_once_and_moves_lambda_in_the_error_direction() {
-    let mut s = Server::start();
+fn record_prediction_closes_once_and_moves_lambda_in_the_error_direction(backend: Backend) {
+    let mut s = Server::start_on(backend);
     let old = fingerprint(20);
     let new = fingerprint(21); // unrelated: high ΔS, low ΔC
     let out = s.tool_ok(TOOL, args(VERTEX, &old, &new));
@@ -307,19 +312,17 @@ fn record_prediction_closes_once_and_moves_lambda_in_the_error_direction() {
     assert!(msg.contains(unknown), "{msg}");
 }
 
-#[test]
-fn teleological_wrapper_is_accepted() {
-    let mut s = Server::start();
+fn teleological_wrapper_is_accepted(backend: Backend) {
+    let mut s = Server::start_on(backend);
     let fp = fingerprint(30);
     let wrapped = json!({"semantic": fp, "purpose_vector": [0.1, 0.2], "id": "x"});
     let a = s.tool_ok(TOOL, json!({"vertex_id": VERTEX, "old_fingerprint": wrapped, "new_fingerprint": fp, "persist": false}));
     assert_eq!(f(&a["delta_s"]), 0.0);
 }
 
-#[test]
-fn a_second_process_sees_vertices_stored_by_the_first() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("state.db");
+fn a_second_process_sees_vertices_stored_by_the_first(backend: Backend) {
+    let fresh = backend.fresh();
+    let db = fresh.target.clone();
     let mut a = Server::start_at(&db, &[]);
     let mut b = Server::start_at(&db, &[]);
     let base = fingerprint(40);

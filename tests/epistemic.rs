@@ -4,8 +4,23 @@
 
 mod common;
 
-use common::Server;
+use common::{Backend, Server};
 use serde_json::{Value, json};
+
+common::both_backends!(
+    assert_then_query_finds_it_after_a_restart,
+    hypothesize_then_verify_twice_reaches_the_log_odds_posterior,
+    verify_with_low_evidence_denies,
+    hypothesize_on_an_existing_belief_answers_with_it,
+    retract_keeps_history_and_unknown_targets_are_belief_not_found,
+    workspace_state_reports_counts_mean_confidence_and_entropy,
+    unicode_targets_work_and_length_is_counted_in_characters,
+    invalid_arguments_are_32602_naming_the_field,
+    seed_schema_cases_hold_for_the_listed_tool,
+    outputs_match_the_output_schema,
+    query_returns_the_latest_fifty_events_and_the_full_history_length,
+    a_belief_asserted_in_one_process_is_found_by_another_at_once,
+);
 
 const TOL: f64 = 1e-6;
 
@@ -29,9 +44,8 @@ fn act_failed(s: &mut Server, args: Value) -> Value {
     result["structuredContent"].clone()
 }
 
-#[test]
-fn assert_then_query_finds_it_after_a_restart() {
-    let mut s = Server::start();
+fn assert_then_query_finds_it_after_a_restart(backend: Backend) {
+    let mut s = Server::start_on(backend);
     let a = act(&mut s, "assert", "Rust has no GC", Some(0.8));
     assert_eq!(a["outcome"], "created");
     assert_eq!(a["belief_state"]["status"], "active");
@@ -55,9 +69,8 @@ fn assert_then_query_finds_it_after_a_restart() {
     assert_eq!(missing["belief_state"], Value::Null);
 }
 
-#[test]
-fn hypothesize_then_verify_twice_reaches_the_log_odds_posterior() {
-    let mut s = Server::start();
+fn hypothesize_then_verify_twice_reaches_the_log_odds_posterior(backend: Backend) {
+    let mut s = Server::start_on(backend);
     let h = act(&mut s, "hypothesize", "The cache is the bottleneck", None);
     assert_eq!(h["belief_state"]["status"], "hypothetical");
     assert_eq!(h["belief_state"]["confidence"], 0.5);
@@ -83,9 +96,8 @@ fn hypothesize_then_verify_twice_reaches_the_log_odds_posterior() {
     assert!((hist[2]["confidence_before"].as_f64().unwrap() - 0.9).abs() < TOL);
 }
 
-#[test]
-fn verify_with_low_evidence_denies() {
-    let mut s = Server::start();
+fn verify_with_low_evidence_denies(backend: Backend) {
+    let mut s = Server::start_on(backend);
     act(
         &mut s,
         "hypothesize",
@@ -104,9 +116,8 @@ fn verify_with_low_evidence_denies() {
     assert_eq!(v["workspace_state"]["counts"]["denied"], 1);
 }
 
-#[test]
-fn hypothesize_on_an_existing_belief_answers_with_it() {
-    let mut s = Server::start();
+fn hypothesize_on_an_existing_belief_answers_with_it(backend: Backend) {
+    let mut s = Server::start_on(backend);
     act(&mut s, "assert", "x is y", Some(0.9));
     let h = act(&mut s, "hypothesize", "X IS Y", Some(0.1));
     assert_eq!(h["outcome"], "already_exists");
@@ -115,9 +126,8 @@ fn hypothesize_on_an_existing_belief_answers_with_it() {
     assert!(h["message"].as_str().unwrap().contains("already exists"));
 }
 
-#[test]
-fn retract_keeps_history_and_unknown_targets_are_belief_not_found() {
-    let mut s = Server::start();
+fn retract_keeps_history_and_unknown_targets_are_belief_not_found(backend: Backend) {
+    let mut s = Server::start_on(backend);
     act(&mut s, "assert", "deploys happen on Fridays", Some(0.7));
     act(&mut s, "verify", "deploys happen on Fridays", Some(0.8));
     let r = act(&mut s, "retract", "deploys happen on fridays", None);
@@ -145,9 +155,8 @@ fn retract_keeps_history_and_unknown_targets_are_belief_not_found() {
     assert_eq!(q["query_result"]["found"], false);
 }
 
-#[test]
-fn workspace_state_reports_counts_mean_confidence_and_entropy() {
-    let mut s = Server::start();
+fn workspace_state_reports_counts_mean_confidence_and_entropy(backend: Backend) {
+    let mut s = Server::start_on(backend);
     act(&mut s, "assert", "a", Some(0.5));
     let w = act(&mut s, "assert", "b", Some(0.25))["workspace_state"].clone();
     // Mean confidence (0.5 + 0.25)/2 = 0.375; entropies H(0.5) = 1 bit and
@@ -159,9 +168,8 @@ fn workspace_state_reports_counts_mean_confidence_and_entropy() {
     assert!((w["mean_entropy"].as_f64().unwrap() - (1.0 + h) / 2.0).abs() < TOL);
 }
 
-#[test]
-fn unicode_targets_work_and_length_is_counted_in_characters() {
-    let mut s = Server::start();
+fn unicode_targets_work_and_length_is_counted_in_characters(backend: Backend) {
+    let mut s = Server::start_on(backend);
     let targets = [
         "数据库连接池太小",
         "🚀 launch when 🟢",
@@ -215,9 +223,8 @@ fn act_ok_rationale(s: &mut Server, rationale: &str) {
     );
 }
 
-#[test]
-fn invalid_arguments_are_32602_naming_the_field() {
-    let mut s = Server::start();
+fn invalid_arguments_are_32602_naming_the_field(backend: Backend) {
+    let mut s = Server::start_on(backend);
     let base = json!({"action_type": "assert", "target": "t", "rationale": "r"});
     let with = |k: &str, v: Value| {
         let mut a = base.clone();
@@ -308,9 +315,8 @@ fn validator(schema: &Value) -> jsonschema::Validator {
         .expect("schema compiles")
 }
 
-#[test]
-fn seed_schema_cases_hold_for_the_listed_tool() {
-    let mut s = Server::start();
+fn seed_schema_cases_hold_for_the_listed_tool(backend: Backend) {
+    let mut s = Server::start_on(backend);
     let tools = listed_tools(&mut s);
     let tool = epistemic_entry(&tools);
     let schema = &tool["inputSchema"];
@@ -405,9 +411,8 @@ fn seed_schema_cases_hold_for_the_listed_tool() {
     assert!(!v.is_valid(&bad));
 }
 
-#[test]
-fn outputs_match_the_output_schema() {
-    let mut s = Server::start();
+fn outputs_match_the_output_schema(backend: Backend) {
+    let mut s = Server::start_on(backend);
     let tool = epistemic_entry(&listed_tools(&mut s));
     let v = validator(&tool["outputSchema"]);
     let outs = vec![
@@ -429,9 +434,8 @@ fn outputs_match_the_output_schema() {
     }
 }
 
-#[test]
-fn query_returns_the_latest_fifty_events_and_the_full_history_length() {
-    let mut s = Server::start();
+fn query_returns_the_latest_fifty_events_and_the_full_history_length(backend: Backend) {
+    let mut s = Server::start_on(backend);
     act(&mut s, "hypothesize", "long lived", None);
     for i in 0..60 {
         let c = if i % 2 == 0 { 0.6 } else { 0.4 };
@@ -448,9 +452,8 @@ fn query_returns_the_latest_fifty_events_and_the_full_history_length() {
     assert!((q["belief_state"]["confidence"].as_f64().unwrap() - 0.5).abs() < TOL);
 }
 
-#[test]
-fn a_belief_asserted_in_one_process_is_found_by_another_at_once() {
-    let mut a = Server::start();
+fn a_belief_asserted_in_one_process_is_found_by_another_at_once(backend: Backend) {
+    let mut a = Server::start_on(backend);
     a.request("ping", Value::Null);
     let mut b = Server::start_at(&a.db.clone(), &[]);
     act(&mut a, "hypothesize", "shared belief", Some(0.6));

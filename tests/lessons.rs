@@ -6,8 +6,27 @@ mod common;
 
 use std::sync::{Arc, Barrier};
 
-use common::Server;
+use common::{Backend, Server};
 use serde_json::{Value, json};
+
+common::both_backends!(
+    log_then_duplicate_survives_case_whitespace_and_punctuation,
+    each_validation_error_is_structured,
+    blacklist_matching_table,
+    unicode_lessons_block_and_match,
+    deactivated_lessons_no_longer_block_and_record_an_override,
+    include_related_returns_up_to_five_advisory_lessons_from_other_tasks,
+    directive_history_orders_newest_first_and_paginates,
+    a_lesson_logged_by_one_process_blocks_in_another_at_once,
+    eight_processes_logging_the_same_lesson_yield_exactly_one,
+    outputs_match_their_output_schemas,
+    set_lesson_active_by_task_and_strategy_and_its_argument_rules,
+    every_published_example_succeeds_in_listing_order_on_a_fresh_database,
+    operator_resets_appear_in_the_directive_history,
+    task_ids_match_ignoring_case_width_and_surrounding_spaces,
+    the_task_id_descriptions_say_how_task_ids_are_matched,
+    a_reversal_or_a_changed_target_is_a_near_miss_not_a_block,
+);
 
 const TOL: f64 = 1e-12;
 
@@ -57,9 +76,8 @@ fn check(s: &mut Server, task: &str, strategy: &str) -> Value {
     )
 }
 
-#[test]
-fn log_then_duplicate_survives_case_whitespace_and_punctuation() {
-    let mut s = Server::start();
+fn log_then_duplicate_survives_case_whitespace_and_punctuation(backend: Backend) {
+    let mut s = Server::start_on(backend);
     let id = log(&mut s, "T1", "Mock the database layer in integration tests");
     for dup in [
         "Mock the database layer in integration tests",
@@ -75,9 +93,8 @@ fn log_then_duplicate_survives_case_whitespace_and_punctuation() {
     assert_ne!(other, id);
 }
 
-#[test]
-fn each_validation_error_is_structured() {
-    let mut s = Server::start();
+fn each_validation_error_is_structured(backend: Backend) {
+    let mut s = Server::start_on(backend);
     let base = lesson_args("T", "strategy");
     let with = |k: &str, v: Value| {
         let mut a = base.clone();
@@ -172,9 +189,8 @@ fn each_validation_error_is_structured() {
     assert_eq!(f["error"], "LESSON_NOT_FOUND");
 }
 
-#[test]
-fn blacklist_matching_table() {
-    let mut s = Server::start();
+fn blacklist_matching_table(backend: Backend) {
+    let mut s = Server::start_on(backend);
     let task = "T-match";
     log(&mut s, task, "Use the global cache");
     log(
@@ -235,9 +251,8 @@ fn blacklist_matching_table() {
     }
 }
 
-#[test]
-fn unicode_lessons_block_and_match() {
-    let mut s = Server::start();
+fn unicode_lessons_block_and_match(backend: Backend) {
+    let mut s = Server::start_on(backend);
     log(&mut s, "任务-7", "重写解析器");
     log(&mut s, "任务-7", "Straße neu bauen 🚧");
     let r = check(&mut s, "任务-7", "先重写解析器再测试");
@@ -255,9 +270,8 @@ fn unicode_lessons_block_and_match() {
     assert_eq!((check(&mut s, "任务-7", "写测试"))["blacklisted"], false);
 }
 
-#[test]
-fn deactivated_lessons_no_longer_block_and_record_an_override() {
-    let mut s = Server::start();
+fn deactivated_lessons_no_longer_block_and_record_an_override(backend: Backend) {
+    let mut s = Server::start_on(backend);
     let id = log(&mut s, "T", "Vendor the dependency");
     assert_eq!(
         check(&mut s, "T", "vendor the dependency")["blacklisted"],
@@ -315,9 +329,8 @@ fn deactivated_lessons_no_longer_block_and_record_an_override() {
     );
 }
 
-#[test]
-fn include_related_returns_up_to_five_advisory_lessons_from_other_tasks() {
-    let mut s = Server::start();
+fn include_related_returns_up_to_five_advisory_lessons_from_other_tasks(backend: Backend) {
+    let mut s = Server::start_on(backend);
     for i in 0..7 {
         log(
             &mut s,
@@ -362,9 +375,8 @@ fn include_related_returns_up_to_five_advisory_lessons_from_other_tasks() {
     assert!(r.get("related_lessons").is_none());
 }
 
-#[test]
-fn directive_history_orders_newest_first_and_paginates() {
-    let mut s = Server::start();
+fn directive_history_orders_newest_first_and_paginates(backend: Backend) {
+    let mut s = Server::start_on(backend);
     let mut ids = Vec::new();
     for i in 0..7 {
         let task = if i % 2 == 0 { "even" } else { "odd" };
@@ -422,9 +434,8 @@ fn directive_history_orders_newest_first_and_paginates() {
     assert_eq!(past["total_count"], 4);
 }
 
-#[test]
-fn a_lesson_logged_by_one_process_blocks_in_another_at_once() {
-    let mut a = Server::start();
+fn a_lesson_logged_by_one_process_blocks_in_another_at_once(backend: Backend) {
+    let mut a = Server::start_on(backend);
     // Let the first process create and migrate the file before the second opens it (main's
     // Store::open races when several processes create the same new file at once).
     a.request("ping", Value::Null);
@@ -448,9 +459,8 @@ fn a_lesson_logged_by_one_process_blocks_in_another_at_once() {
     );
 }
 
-#[test]
-fn eight_processes_logging_the_same_lesson_yield_exactly_one() {
-    let mut first = Server::start();
+fn eight_processes_logging_the_same_lesson_yield_exactly_one(backend: Backend) {
+    let mut first = Server::start_on(backend);
     first.request("ping", Value::Null);
     let db = first.db.clone();
     const N: usize = 8;
@@ -501,9 +511,8 @@ fn eight_processes_logging_the_same_lesson_yield_exactly_one() {
     assert_eq!(h["total_count"], 0, "logging lessons records no directive");
 }
 
-#[test]
-fn outputs_match_their_output_schemas() {
-    let mut s = Server::start();
+fn outputs_match_their_output_schemas(backend: Backend) {
+    let mut s = Server::start_on(backend);
     let tools = s.request("tools/list", Value::Null)["result"]["tools"].clone();
     let schema = |name: &str| {
         let t = tools
@@ -580,9 +589,8 @@ fn outputs_match_their_output_schemas() {
     }
 }
 
-#[test]
-fn set_lesson_active_by_task_and_strategy_and_its_argument_rules() {
-    let mut s = Server::start();
+fn set_lesson_active_by_task_and_strategy_and_its_argument_rules(backend: Backend) {
+    let mut s = Server::start_on(backend);
     let id = log(&mut s, "T", "Squash the migrations");
     let r = s.tool_ok(
         "set_lesson_active",
@@ -613,10 +621,9 @@ fn set_lesson_active_by_task_and_strategy_and_its_argument_rules() {
     }
 }
 
-#[test]
-fn every_published_example_succeeds_in_listing_order_on_a_fresh_database() {
+fn every_published_example_succeeds_in_listing_order_on_a_fresh_database(backend: Backend) {
     // What the Python SDK client in .ci/run does: call each tool's inputSchema.examples[0].
-    let mut s = Server::start();
+    let mut s = Server::start_on(backend);
     let tools = s.request("tools/list", Value::Null)["result"]["tools"].clone();
     let ours = [
         "epistemic_action",
@@ -638,9 +645,8 @@ fn every_published_example_succeeds_in_listing_order_on_a_fresh_database() {
     assert_eq!(seen, ours.len());
 }
 
-#[test]
-fn operator_resets_appear_in_the_directive_history() {
-    let mut s = Server::start();
+fn operator_resets_appear_in_the_directive_history(backend: Backend) {
+    let mut s = Server::start_on(backend);
     s.tool_ok(
         "record_directive",
         json!({"task_id": "T", "intervention_type": "MANUAL_FIX", "description": "fixed by hand"}),
@@ -661,9 +667,8 @@ fn operator_resets_appear_in_the_directive_history() {
     assert_eq!(t["total_count"], 1);
 }
 
-#[test]
-fn task_ids_match_ignoring_case_width_and_surrounding_spaces() {
-    let mut s = Server::start();
+fn task_ids_match_ignoring_case_width_and_surrounding_spaces(backend: Backend) {
+    let mut s = Server::start_on(backend);
     let id = log(
         &mut s,
         "TASK-42",
@@ -743,9 +748,8 @@ fn task_ids_match_ignoring_case_width_and_surrounding_spaces() {
     );
 }
 
-#[test]
-fn the_task_id_descriptions_say_how_task_ids_are_matched() {
-    let mut s = Server::start();
+fn the_task_id_descriptions_say_how_task_ids_are_matched(backend: Backend) {
+    let mut s = Server::start_on(backend);
     let tools = s.request("tools/list", Value::Null)["result"]["tools"].clone();
     for t in tools.as_array().unwrap() {
         let Some(task_id) = t["inputSchema"]["properties"].get("task_id") else {
@@ -835,9 +839,8 @@ fn a_database_written_before_task_ids_were_folded_migrates() {
     assert_eq!(r["lesson"]["task_id"], "other");
 }
 
-#[test]
-fn a_reversal_or_a_changed_target_is_a_near_miss_not_a_block() {
-    let mut s = Server::start();
+fn a_reversal_or_a_changed_target_is_a_near_miss_not_a_block(backend: Backend) {
+    let mut s = Server::start_on(backend);
     log(
         &mut s,
         "T-near",

@@ -3,8 +3,18 @@
 
 mod common;
 
-use common::Server;
+use common::{Backend, Server};
 use serde_json::{Value, json};
+
+common::both_backends!(
+    status_reflects_recorded_predictions,
+    a_large_error_adjusts_lambda_by_the_seed_rule_and_logs_it,
+    dry_run_changes_nothing,
+    pagination_of_25_events_with_offset_10_returns_10_with_more,
+    invalid_arguments_are_rejected_naming_the_field,
+    ten_low_cycles_escalate_three_failures_reach_a_human_and_reset_acknowledges,
+    bayesian_recalibration_over_the_wire_recovers_a_hidden_lambda,
+);
 
 const TOL: f64 = 1e-9;
 
@@ -12,9 +22,8 @@ fn f(v: &Value) -> f64 {
     v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
 }
 
-#[test]
-fn status_reflects_recorded_predictions() {
-    let mut s = Server::start();
+fn status_reflects_recorded_predictions(backend: Backend) {
+    let mut s = Server::start_on(backend);
     let empty = s.tool_ok(
         "get_meta_learning_status",
         json!({"include_embedder_breakdown": true}),
@@ -59,9 +68,8 @@ fn status_reflects_recorded_predictions() {
     assert_eq!(st["adjustment_count"], 0);
 }
 
-#[test]
-fn a_large_error_adjusts_lambda_by_the_seed_rule_and_logs_it() {
-    let mut s = Server::start();
+fn a_large_error_adjusts_lambda_by_the_seed_rule_and_logs_it(backend: Backend) {
+    let mut s = Server::start_on(backend);
     let r = s.tool_ok(
         "record_prediction",
         json!({"embedder_index": 2, "predicted": 0.8, "actual": 0.5, "domain": "Code"}),
@@ -82,9 +90,8 @@ fn a_large_error_adjusts_lambda_by_the_seed_rule_and_logs_it() {
     assert_eq!(other["total_count"], 0);
 }
 
-#[test]
-fn dry_run_changes_nothing() {
-    let mut s = Server::start();
+fn dry_run_changes_nothing(backend: Backend) {
+    let mut s = Server::start_on(backend);
     for i in 0..12 {
         s.tool_ok(
             "record_prediction",
@@ -113,9 +120,8 @@ fn dry_run_changes_nothing() {
     assert_eq!(log_before["events"], log_after["events"]);
 }
 
-#[test]
-fn pagination_of_25_events_with_offset_10_returns_10_with_more() {
-    let mut s = Server::start();
+fn pagination_of_25_events_with_offset_10_returns_10_with_more(backend: Backend) {
+    let mut s = Server::start_on(backend);
     // error 0.21 > 0.2 adjusts λ (one event each); accuracy 0.79 never raises an alert.
     for i in 0..25 {
         s.tool_ok(
@@ -158,9 +164,8 @@ fn pagination_of_25_events_with_offset_10_returns_10_with_more() {
     assert_eq!(typed["total_count"], 25);
 }
 
-#[test]
-fn invalid_arguments_are_rejected_naming_the_field() {
-    let mut s = Server::start();
+fn invalid_arguments_are_rejected_naming_the_field(backend: Backend) {
+    let mut s = Server::start_on(backend);
     let cases = [
         (
             "get_meta_learning_log",
@@ -270,9 +275,8 @@ fn invalid_arguments_are_rejected_naming_the_field() {
     );
 }
 
-#[test]
-fn ten_low_cycles_escalate_three_failures_reach_a_human_and_reset_acknowledges() {
-    let mut s = Server::start();
+fn ten_low_cycles_escalate_three_failures_reach_a_human_and_reset_acknowledges(backend: Backend) {
+    let mut s = Server::start_on(backend);
     // accuracy 0.4 every time, no ΔS/ΔC: each automatic Bayesian run fails (no samples).
     let mut bayes_runs = 0;
     for i in 1..=30 {
@@ -326,9 +330,8 @@ fn ten_low_cycles_escalate_three_failures_reach_a_human_and_reset_acknowledges()
     );
 }
 
-#[test]
-fn bayesian_recalibration_over_the_wire_recovers_a_hidden_lambda() {
-    let mut s = Server::start();
+fn bayesian_recalibration_over_the_wire_recovers_a_hidden_lambda(backend: Backend) {
+    let mut s = Server::start_on(backend);
     let lambda_star = 0.35;
     // Deterministic pseudo-random ΔS, ΔC from a linear congruential sequence.
     let mut x: u64 = 12345;

@@ -3,8 +3,14 @@
 
 mod common;
 
-use common::Server;
+use common::{Backend, Server};
 use serde_json::{Value, json};
+
+common::both_backends!(
+    invalid_arguments_are_answered_by_negotiated_revision,
+    a_profile_publishes_and_accepts_only_its_families,
+    annotations_tell_the_truth,
+);
 
 /// One invalid call per family, with a word its message must contain.
 fn invalid_calls() -> Vec<(&'static str, Value, &'static str)> {
@@ -79,21 +85,20 @@ fn check(s: &mut Server, meta: Option<&str>, expect: Expect, label: &str) {
     assert_eq!(r["error"]["message"], "Unknown tool: no_such_tool");
 }
 
-#[test]
-fn invalid_arguments_are_answered_by_negotiated_revision() {
+fn invalid_arguments_are_answered_by_negotiated_revision(backend: Backend) {
     for (version, expect) in [
         ("2025-11-25", Expect::ToolResult),
         ("2025-06-18", Expect::InvalidParams),
         ("2025-03-26", Expect::InvalidParams),
         ("2024-11-05", Expect::InvalidParams),
     ] {
-        let mut s = Server::start();
+        let mut s = Server::start_on(backend);
         let init = s.initialize(version);
         assert_eq!(init["result"]["protocolVersion"], version);
         check(&mut s, None, expect, version);
     }
     // A script without a handshake, and stateless 2026-07-28 requests.
-    let mut s = Server::start();
+    let mut s = Server::start_on(backend);
     check(&mut s, None, Expect::ToolResult, "no handshake");
     check(&mut s, Some("2026-07-28"), Expect::ToolResult, "2026-07-28");
     // Without a handshake, a request naming an older revision in _meta gets what it knows.
@@ -115,10 +120,9 @@ fn names(s: &mut Server) -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn a_profile_publishes_and_accepts_only_its_families() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("state.db");
+fn a_profile_publishes_and_accepts_only_its_families(backend: Backend) {
+    let fresh = backend.fresh();
+    let db = fresh.target.clone();
     let mut s = Server::start_at(&db, &["--tools", "lessons,epistemic"]);
     assert_eq!(
         names(&mut s),
@@ -144,7 +148,7 @@ fn a_profile_publishes_and_accepts_only_its_families() {
     drop(s);
 
     // The environment variable does the same; the default is every family.
-    let mut s = Server::start();
+    let mut s = Server::start_on(backend);
     assert_eq!(names(&mut s).len(), 16);
     let out = common::command()
         .args(["--db", ":memory:"])
@@ -185,9 +189,8 @@ fn a_profile_publishes_and_accepts_only_its_families() {
     );
 }
 
-#[test]
-fn annotations_tell_the_truth() {
-    let mut s = Server::start();
+fn annotations_tell_the_truth(backend: Backend) {
+    let mut s = Server::start_on(backend);
     let r = s.request("tools/list", Value::Null);
     for t in r["result"]["tools"].as_array().unwrap() {
         let name = t["name"].as_str().unwrap();

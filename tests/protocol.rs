@@ -5,8 +5,13 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Server, assert_jsonrpc_response, pipe};
+use common::{Backend, Server, assert_jsonrpc_response, pipe};
 use serde_json::{Value, json};
+
+common::both_backends!(
+    every_listed_tool_is_callable_and_its_output_matches_its_schema,
+    eof_answers_every_piped_request_and_exits_zero,
+);
 
 #[test]
 fn handshake_negotiates_versions_and_describes_the_server() {
@@ -64,9 +69,8 @@ fn tools_list_describes_every_tool_with_object_schemas_and_annotations() {
     }
 }
 
-#[test]
-fn every_listed_tool_is_callable_and_its_output_matches_its_schema() {
-    let mut s = Server::start();
+fn every_listed_tool_is_callable_and_its_output_matches_its_schema(backend: Backend) {
+    let mut s = Server::start_on(backend);
     let r = s.request("tools/list", Value::Null);
     let tools = r["result"]["tools"].as_array().unwrap().clone();
     for t in tools {
@@ -207,10 +211,9 @@ fn garbage_bytes_crlf_bom_and_deep_nesting_are_answered() {
     assert_eq!(s.request("ping", Value::Null)["result"], json!({}));
 }
 
-#[test]
-fn eof_answers_every_piped_request_and_exits_zero() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("state.db");
+fn eof_answers_every_piped_request_and_exits_zero(backend: Backend) {
+    let fresh = backend.fresh();
+    let db = fresh.target.clone();
     let mut input = String::new();
     input.push_str(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"sh","version":"1"}}}"#);
     input.push('\n');

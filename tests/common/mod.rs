@@ -245,7 +245,7 @@ impl Server {
             Ok(line) => serde_json::from_str(&line)
                 .unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line}")),
             Err(RecvTimeoutError::Timeout) => panic!("no response within {RESPONSE_TIMEOUT:?}"),
-            Err(RecvTimeoutError::Disconnected) => panic!("server closed stdout"),
+            Err(RecvTimeoutError::Disconnected) => panic!("{}", self.closed()),
         }
     }
 
@@ -255,8 +255,27 @@ impl Server {
         match self.lines.recv_timeout(RESPONSE_TIMEOUT) {
             Ok(line) => line,
             Err(RecvTimeoutError::Timeout) => panic!("no response within {RESPONSE_TIMEOUT:?}"),
-            Err(RecvTimeoutError::Disconnected) => panic!("server closed stdout"),
+            Err(RecvTimeoutError::Disconnected) => panic!("{}", self.closed()),
         }
+    }
+
+    /// Why stdout closed: the exit status and stderr of the server (for the failure message).
+    fn closed(&mut self) -> String {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let status = loop {
+            match self.child.try_wait() {
+                Ok(Some(s)) => break format!("{s}"),
+                _ if Instant::now() > deadline => break "still running".to_string(),
+                _ => std::thread::sleep(Duration::from_millis(10)),
+            }
+        };
+        let stderr = std::mem::replace(&mut self.stderr, std::thread::spawn(String::new));
+        let stderr = if status == "still running" {
+            String::new()
+        } else {
+            stderr.join().unwrap_or_default()
+        };
+        format!("server closed stdout ({status}); stderr: {stderr}")
     }
 
     /// Whether a line arrives within `wait` (used to prove that nothing is sent).
