@@ -294,6 +294,13 @@ impl PgStore {
     where
         E: From<StoreError>,
     {
+        off_runtime(|| self.write_here(f))
+    }
+
+    fn write_here<T, E>(&self, f: impl FnOnce(&Db<'_>) -> Result<T, E>) -> Result<T, E>
+    where
+        E: From<StoreError>,
+    {
         let in_batch = self.in_batch.load(Ordering::Relaxed);
         let mut session = self.session.lock();
         if in_batch && let Some(cause) = self.batch_lost.lock().clone() {
@@ -346,6 +353,13 @@ impl PgStore {
     where
         E: From<StoreError>,
     {
+        off_runtime(|| self.read_here(f))
+    }
+
+    fn read_here<T, E>(&self, f: impl FnOnce(&Db<'_>) -> Result<T, E>) -> Result<T, E>
+    where
+        E: From<StoreError>,
+    {
         let mut session = self.session.lock();
         let pg = self.live(&mut session).map_err(E::from)?;
         if self.in_batch.load(Ordering::Relaxed) {
@@ -370,6 +384,10 @@ impl PgStore {
     /// The store error of beginning or committing; on a failed commit none of `f`'s writes is
     /// kept.
     pub fn batch<T>(&self, f: impl FnOnce() -> T) -> Result<T, StoreError> {
+        off_runtime(|| self.batch_here(f))
+    }
+
+    fn batch_here<T>(&self, f: impl FnOnce() -> T) -> Result<T, StoreError> {
         {
             let mut session = self.session.lock();
             let pg = self.live(&mut session)?;
@@ -416,6 +434,36 @@ impl PgStore {
         };
         drop(end);
         committed.map(|()| out)
+    }
+}
+
+/// Run `f`, which uses the client library, so that it may block: the synchronous client drives
+/// a runtime of its own, which it cannot do on a thread driving the server's async runtime
+/// (reads are served on those threads). There `f` runs under
+/// [`tokio::task::block_in_place`], which hands the thread's other tasks to another worker
+/// and leaves the runtime's context for `f`'s duration; elsewhere `f` just runs.
+fn off_runtime<R>(f: impl FnOnce() -> R) -> R {
+    match tokio::runtime::Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(f)
+        }
+        _ => f(),
+    }
+}
+
+impl Drop for PgStore {
+    /// Closes the session on a thread of its own: the client library blocks on its own
+    /// runtime to close, which it cannot do from a thread driving the server's async runtime
+    /// (where the store may be dropped at shutdown).
+    fn drop(&mut self) {
+        if let Some(pg) = self.session.get_mut().pg.take() {
+            let closing = std::thread::Builder::new()
+                .name("postgres-close".into())
+                .spawn(move || drop(pg));
+            if let Ok(handle) = closing {
+                let _ = handle.join();
+            }
+        }
     }
 }
 
