@@ -114,11 +114,21 @@ impl CheckReport {
 /// resolved, the file must exist.
 fn existing_file(path: &DbPath) -> Result<(PathBuf, String), StoreError> {
     let shown = path.display();
-    let DbPath::File(p) = path else {
-        return Err(StoreError::NotAFile {
-            path: shown,
-            kind: "an in-memory database, which has no file",
-        });
+    let p = match path {
+        DbPath::File(p) => p,
+        DbPath::Memory => {
+            return Err(StoreError::NotAFile {
+                path: shown,
+                kind: "an in-memory database, which has no file",
+            });
+        }
+        DbPath::Postgres(_) => {
+            return Err(StoreError::NotAFile {
+                path: shown,
+                kind: "a PostgreSQL database: back it up with pg_dump or `meta-utl-mcp export`, \
+                       and check it with pg_amcheck",
+            });
+        }
     };
     if open::looks_like_uri(&p.to_string_lossy()) {
         return Err(StoreError::Uri {
