@@ -127,7 +127,11 @@ fn every_file_opens_with_a_module_doc_line() {
 
 #[test]
 fn only_the_store_speaks_sql() {
-    let v = violations(&src(), |n| n.starts_with("src/store/"), &["rusqlite", "postgres::"]);
+    let v = violations(
+        &src(),
+        |n| n.starts_with("src/store/"),
+        &["rusqlite", "postgres::"],
+    );
     assert!(
         v.is_empty(),
         "a database client outside src/store/:\n{}",

@@ -40,6 +40,9 @@ pub struct Stats {
     pub predictions: u64,
     /// Vertices with a stored fingerprint.
     pub vertices: u64,
+    /// Bytes the data takes when the backend says (PostgreSQL: the `meta_utl` tables with their
+    /// indexes and TOAST); `None` on SQLite, whose size is its file's.
+    pub bytes: Option<u64>,
     /// The newest time written by any tool (lesson, directive, belief change, event,
     /// prediction or vertex version); `None` on an empty database.
     pub last_activity: Option<DateTime<Utc>>,
@@ -77,6 +80,7 @@ pub fn stats(db: &Db<'_>) -> Result<Stats, StoreError> {
         observations: n("SELECT count(*) FROM atc_observations")?,
         predictions: n("SELECT count(*) FROM predictions")?,
         vertices: n("SELECT count(*) FROM vertices")?,
+        bytes: None,
         last_activity: last.map(from_us).transpose()?,
     })
 }

@@ -28,7 +28,10 @@ pub fn stats(pg: &Pg) -> Result<Stats, StoreError> {
                      UNION ALL SELECT max(updated_us) FROM beliefs
                      UNION ALL SELECT max(ts_us) FROM meta_events
                      UNION ALL SELECT max(ts_us) FROM predictions
-                     UNION ALL SELECT max(updated_us) FROM vertices) AS newest)",
+                     UNION ALL SELECT max(updated_us) FROM vertices) AS newest),
+                (SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::BIGINT
+                   FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                  WHERE n.nspname = current_schema() AND c.relkind = 'r')",
         &[],
     )?;
     let n = |i: usize| -> Result<u64, StoreError> { count("row count", get::<i64>(&row, i)?) };
@@ -42,6 +45,7 @@ pub fn stats(pg: &Pg) -> Result<Stats, StoreError> {
         observations: n(6)?,
         predictions: n(7)?,
         vertices: n(8)?,
+        bytes: Some(n(10)?),
         last_activity: get::<Option<i64>>(&row, 9)?.map(from_us).transpose()?,
     })
 }
