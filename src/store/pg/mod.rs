@@ -284,6 +284,21 @@ impl PgStore {
         Ok(session.pg.as_ref().expect("connected above"))
     }
 
+    /// Inside a batch: the error to answer when the batch's session is gone (a new session
+    /// would run the call outside the batch's transaction).
+    fn check_batch(&self, session: &Session) -> Result<(), StoreError> {
+        if session.pg.as_ref().is_none_or(Pg::is_closed) {
+            let mut lost = self.batch_lost.lock();
+            lost.get_or_insert_with(|| {
+                format!("the connection to PostgreSQL at {} was lost", self.target)
+            });
+        }
+        match self.batch_lost.lock().clone() {
+            Some(cause) => Err(StoreError::RolledBack { cause }),
+            None => Ok(()),
+        }
+    }
+
     /// Run `f` in one transaction holding [`WRITE_LOCK`]: committed when `f` returns `Ok`,
     /// rolled back otherwise (also when `f` panics). Inside [`PgStore::batch`], a savepoint.
     ///
@@ -303,8 +318,8 @@ impl PgStore {
     {
         let in_batch = self.in_batch.load(Ordering::Relaxed);
         let mut session = self.session.lock();
-        if in_batch && let Some(cause) = self.batch_lost.lock().clone() {
-            return Err(E::from(StoreError::RolledBack { cause }));
+        if in_batch {
+            self.check_batch(&session).map_err(E::from)?;
         }
         let pg = self.live(&mut session).map_err(E::from)?;
         let (end, undo) = if in_batch {
@@ -361,10 +376,12 @@ impl PgStore {
         E: From<StoreError>,
     {
         let mut session = self.session.lock();
-        let pg = self.live(&mut session).map_err(E::from)?;
         if self.in_batch.load(Ordering::Relaxed) {
+            self.check_batch(&session).map_err(E::from)?;
+            let pg = self.live(&mut session).map_err(E::from)?;
             return f(&Db::postgres(pg));
         }
+        let pg = self.live(&mut session).map_err(E::from)?;
         pg.batch("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             .map_err(E::from)?;
         let guard = TxGuard {
