@@ -255,7 +255,8 @@ fn lessons(db: &str) -> Value {
 }
 
 fn export_from_sqlite_then_import_into_postgres_moves_the_memory() {
-    let mut s = Server::start();
+    let fresh = common::Backend::Sqlite.fresh();
+    let mut s = Server::start_at(&fresh.target, &[]);
     demo::seed(&mut s);
     assert!(blacklisted(&mut s));
     let local = s.db.to_str().unwrap().to_string();

@@ -130,6 +130,8 @@ fn kill_9_loses_nothing_that_was_answered(backend: Backend) {
     while answered < 300 {
         line.clear();
         assert!(out.read_line(&mut line).unwrap() > 0, "stdout closed early");
+        let v: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(v["result"]["isError"], false, "a write failed: {line}");
         answered += 1;
     }
     child.kill().unwrap();
