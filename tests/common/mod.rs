@@ -177,7 +177,7 @@ impl Server {
     }
 
     /// A server on the given database (a file path or a `postgres://` URL) with extra flags.
-    pub fn start_at(db: impl AsRef<OsStr>, extra: &[&str]) -> Server {
+    pub fn start_at(db: &(impl AsRef<OsStr> + ?Sized), extra: &[&str]) -> Server {
         let db = db.as_ref();
         let mut child = command()
             .arg("--db")
@@ -414,7 +414,7 @@ impl Drop for Server {
 
 /// Run the binary with all of `input` piped to stdin, wait for exit; returns (status, stdout
 /// lines, stderr).
-pub fn pipe(db: impl AsRef<OsStr>, input: &[u8]) -> (ExitStatus, Vec<String>, String) {
+pub fn pipe(db: &(impl AsRef<OsStr> + ?Sized), input: &[u8]) -> (ExitStatus, Vec<String>, String) {
     let mut child = command()
         .arg("--db")
         .arg(db.as_ref())

@@ -98,10 +98,10 @@ pub fn base() -> &'static str {
 /// newest `/usr/lib/postgresql/VERSION/bin` (where Debian puts them, off PATH).
 fn binaries() -> Option<PathBuf> {
     let has_both = |d: &Path| d.join("initdb").is_file() && d.join("postgres").is_file();
-    if let Some(path) = std::env::var_os("PATH") {
-        if let Some(d) = std::env::split_paths(&path).find(|d| has_both(d)) {
-            return Some(d);
-        }
+    if let Some(path) = std::env::var_os("PATH")
+        && let Some(d) = std::env::split_paths(&path).find(|d| has_both(d))
+    {
+        return Some(d);
     }
     let mut versions: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
         .ok()?
