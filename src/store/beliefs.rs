@@ -54,22 +54,105 @@ fn corrupt(what: &str, e: impl std::fmt::Display) -> StoreError {
     StoreError::Corrupt(format!("{what}: {e}"))
 }
 
-fn status(s: &str) -> Result<BeliefStatus, StoreError> {
+/// A stored status.
+///
+/// # Errors
+/// [`StoreError::Corrupt`] for an unknown one.
+pub(crate) fn status(s: &str) -> Result<BeliefStatus, StoreError> {
     BeliefStatus::parse(s).map_err(|e| corrupt("belief status", e))
 }
 
-struct RawBelief {
-    seq: i64,
-    id: String,
-    normalised_target: String,
-    target: String,
-    status: String,
-    confidence: f64,
-    rationale: String,
-    uncertainty_type: Option<String>,
-    source_nodes: String,
-    created_us: i64,
-    updated_us: i64,
+/// A belief row as stored (both backends decode it with [`belief_from_raw`]).
+pub(crate) struct RawBelief {
+    pub(crate) seq: i64,
+    pub(crate) id: String,
+    pub(crate) normalised_target: String,
+    pub(crate) target: String,
+    pub(crate) status: String,
+    pub(crate) confidence: f64,
+    pub(crate) rationale: String,
+    pub(crate) uncertainty_type: Option<String>,
+    pub(crate) source_nodes: String,
+    pub(crate) created_us: i64,
+    pub(crate) updated_us: i64,
+}
+
+/// A history event row as stored: action, input confidence, status before and after,
+/// confidence before and after, rationale, time (µs). Decoded by [`event_from_raw`].
+pub(crate) type RawEvent = (
+    String,
+    f64,
+    Option<String>,
+    String,
+    Option<f64>,
+    f64,
+    String,
+    i64,
+);
+
+/// The history event of a stored row.
+///
+/// # Errors
+/// [`StoreError::Corrupt`] for an unknown action or status, a confidence outside [0, 1], or
+/// a time outside chrono's range.
+pub(crate) fn event_from_raw(raw: RawEvent) -> Result<BeliefEvent, StoreError> {
+    let (action, input, before, after, c_before, c_after, rationale, at) = raw;
+    Ok(BeliefEvent {
+        action: ActionType::parse(&action).map_err(|e| corrupt("belief action", e))?,
+        input_confidence: input,
+        status_before: before.as_deref().map(status).transpose()?,
+        status_after: status(&after)?,
+        confidence_before: c_before
+            .map(|c| in_range("belief confidence", c, 0.0, 1.0))
+            .transpose()?,
+        confidence_after: in_range("belief confidence", c_after, 0.0, 1.0)?,
+        rationale,
+        at: from_us(at)?,
+    })
+}
+
+/// The belief of a stored row and its history (oldest first).
+///
+/// # Errors
+/// [`StoreError::Corrupt`] for a source node or id that is not a UUID, an unknown status or
+/// uncertainty type, a confidence outside [0, 1], or a time outside chrono's range.
+pub(crate) fn belief_from_raw(
+    raw: RawBelief,
+    history: Vec<BeliefEvent>,
+) -> Result<Belief, StoreError> {
+    let source_nodes = raw
+        .source_nodes
+        .split(',')
+        .filter(|s| !s.is_empty())
+        .map(|s| Uuid::parse_str(s).map_err(|e| corrupt("belief source node", e)))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Belief {
+        id: Uuid::parse_str(&raw.id).map_err(|e| corrupt("belief id", e))?,
+        target: raw.target,
+        normalised_target: raw.normalised_target,
+        status: status(&raw.status)?,
+        confidence: in_range("belief confidence", raw.confidence, 0.0, 1.0)?,
+        rationale: raw.rationale,
+        uncertainty_type: raw
+            .uncertainty_type
+            .as_deref()
+            .map(UncertaintyType::parse)
+            .transpose()
+            .map_err(|e| corrupt("uncertainty type", e))?,
+        source_nodes,
+        created_at: from_us(raw.created_us)?,
+        updated_at: from_us(raw.updated_us)?,
+        history,
+    })
+}
+
+/// The stored `source_nodes` of a belief: hyphenated UUIDs joined by `,`.
+pub(crate) fn sources_text(b: &Belief) -> String {
+    b.source_nodes
+        .iter()
+        .map(|u| u.hyphenated().to_string())
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 fn raw_belief(r: &Row<'_>) -> rusqlite::Result<RawBelief> {
@@ -105,63 +188,16 @@ pub fn find(db: &Db<'_>, normalised_target: &str) -> Result<Option<Belief>, Stor
     let Some(raw) = raw else {
         return Ok(None);
     };
-    let source_nodes = raw
-        .source_nodes
-        .split(',')
-        .filter(|s| !s.is_empty())
-        .map(|s| Uuid::parse_str(s).map_err(|e| corrupt("belief source node", e)))
-        .collect::<Result<Vec<_>, _>>()?;
     let mut stmt = conn.prepare_cached(
         "SELECT action, input_confidence, status_before, status_after, confidence_before,
                 confidence_after, rationale, at_us
          FROM belief_events WHERE belief_seq = ?1 ORDER BY seq",
     )?;
-    let rows = stmt.query_map([raw.seq], |r| {
-        <(
-            String,
-            f64,
-            Option<String>,
-            String,
-            Option<f64>,
-            f64,
-            String,
-            i64,
-        )>::try_from(r)
-    })?;
-    let mut history = Vec::new();
-    for row in rows {
-        let (action, input, before, after, c_before, c_after, rationale, at) = row?;
-        history.push(BeliefEvent {
-            action: ActionType::parse(&action).map_err(|e| corrupt("belief action", e))?,
-            input_confidence: input,
-            status_before: before.as_deref().map(status).transpose()?,
-            status_after: status(&after)?,
-            confidence_before: c_before
-                .map(|c| in_range("belief confidence", c, 0.0, 1.0))
-                .transpose()?,
-            confidence_after: in_range("belief confidence", c_after, 0.0, 1.0)?,
-            rationale,
-            at: from_us(at)?,
-        });
-    }
-    Ok(Some(Belief {
-        id: Uuid::parse_str(&raw.id).map_err(|e| corrupt("belief id", e))?,
-        target: raw.target,
-        normalised_target: raw.normalised_target,
-        status: status(&raw.status)?,
-        confidence: in_range("belief confidence", raw.confidence, 0.0, 1.0)?,
-        rationale: raw.rationale,
-        uncertainty_type: raw
-            .uncertainty_type
-            .as_deref()
-            .map(UncertaintyType::parse)
-            .transpose()
-            .map_err(|e| corrupt("uncertainty type", e))?,
-        source_nodes,
-        created_at: from_us(raw.created_us)?,
-        updated_at: from_us(raw.updated_us)?,
-        history,
-    }))
+    let history = stmt
+        .query_map([raw.seq], |r| RawEvent::try_from(r))?
+        .map(|row| event_from_raw(row?))
+        .collect::<Result<_, _>>()?;
+    belief_from_raw(raw, history).map(Some)
 }
 
 /// Writes a belief's current state (insert or update by id) and appends one history event.
@@ -178,12 +214,7 @@ pub fn save(db: &Db<'_>, b: &Belief, event: &BeliefEvent) -> Result<(), StoreErr
 /// Insert or update (by id) a belief's row; returns its `seq`.
 fn put_row(db: &Db<'_>, b: &Belief) -> Result<i64, StoreError> {
     let conn = sqlite_or!(db, pg => pg::beliefs::put_row(pg, b));
-    let sources = b
-        .source_nodes
-        .iter()
-        .map(|u| u.hyphenated().to_string())
-        .collect::<Vec<_>>()
-        .join(",");
+    let sources = sources_text(b);
     Ok(conn
         .prepare_cached(
             "INSERT INTO beliefs (id, normalised_target, target, status, confidence, entropy,

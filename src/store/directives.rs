@@ -150,9 +150,7 @@ pub fn insert(db: &Db<'_>, d: &Directive) -> Result<(), StoreError> {
         d.description,
         d.actor,
         to_us(d.created_at),
-        d.task_id
-            .as_deref()
-            .map(|t| TaskKey::of(t).as_str().to_owned()),
+        task_key(d),
     ])?;
     Ok(())
 }
@@ -172,6 +170,36 @@ pub fn import(db: &Db<'_>, d: &Directive) -> Result<bool, StoreError> {
     }
     insert(db, d)?;
     Ok(true)
+}
+
+/// A directive row as stored: id, task id, intervention type, description, actor, created
+/// time (µs). Both backends decode it with [`directive_from_raw`].
+pub(crate) type RawDirective = (String, Option<String>, String, String, String, i64);
+
+/// The entry of a stored row.
+///
+/// # Errors
+/// [`StoreError::Corrupt`] for an id that is not a UUID, an unknown intervention type, or a
+/// time outside chrono's range.
+pub(crate) fn directive_from_raw(raw: RawDirective) -> Result<Directive, StoreError> {
+    let (id, task_id, kind, description, actor, created) = raw;
+    Ok(Directive {
+        id: Uuid::parse_str(&id)
+            .map_err(|e| StoreError::Corrupt(format!("directive id {id:?}: {e}")))?,
+        task_id,
+        intervention_type: InterventionType::parse(&kind)
+            .ok_or_else(|| StoreError::Corrupt(format!("intervention type {kind:?}")))?,
+        description,
+        actor,
+        created_at: from_us(created)?,
+    })
+}
+
+/// The stored `task_key` of an entry: its task's [`TaskKey`], `None` without a task.
+pub(crate) fn task_key(d: &Directive) -> Option<String> {
+    d.task_id
+        .as_deref()
+        .map(|t| TaskKey::of(t).as_str().to_owned())
 }
 
 /// One page of entries (of task `key` when given), newest first (ties: latest inserted first),
@@ -207,21 +235,10 @@ pub fn list(
     values.push((limit.min(i64::MAX as usize) as i64).into());
     values.push((offset.min(i64::MAX as usize) as i64).into());
     let rows = stmt.query_map(rusqlite::params_from_iter(values.iter()), |r| {
-        <(String, Option<String>, String, String, String, i64)>::try_from(r)
+        RawDirective::try_from(r)
     })?;
-    let mut out = Vec::new();
-    for row in rows {
-        let (id, task_id, kind, description, actor, created) = row?;
-        out.push(Directive {
-            id: Uuid::parse_str(&id)
-                .map_err(|e| StoreError::Corrupt(format!("directive id {id:?}: {e}")))?,
-            task_id,
-            intervention_type: InterventionType::parse(&kind)
-                .ok_or_else(|| StoreError::Corrupt(format!("intervention type {kind:?}")))?,
-            description,
-            actor,
-            created_at: from_us(created)?,
-        });
-    }
+    let out = rows
+        .map(|row| directive_from_raw(row?))
+        .collect::<Result<_, StoreError>>()?;
     Ok((out, total as usize))
 }

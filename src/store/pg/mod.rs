@@ -29,6 +29,8 @@ pub mod lesson_vectors;
 pub mod lessons;
 pub mod meta;
 mod target;
+#[cfg(test)]
+pub(crate) mod testing;
 pub mod vertices;
 
 use std::cell::RefCell;
