@@ -376,7 +376,8 @@ pub fn summary(db: &Db<'_>) -> Result<WorkspaceSummary, StoreError> {
 mod tests {
     use super::*;
     use crate::service::epistemic::{ActionRequest, apply_action};
-    use crate::store::{DbPath, Store};
+    use crate::store::Store;
+    use crate::store::pg::testing::both_backends;
     use chrono::{DateTime, Utc};
 
     const TOL: f64 = 1e-12;
@@ -395,9 +396,7 @@ mod tests {
         b
     }
 
-    #[test]
-    fn beliefs_and_history_round_trip_exactly() {
-        let store = Store::open(&DbPath::Memory).unwrap();
+    fn beliefs_and_history_round_trip_exactly(store: &Store) {
         store
             .write(|db| -> Result<(), StoreError> {
                 step(db, "hypothesize", "Ünïcödé target", Some(0.6), 1);
@@ -415,10 +414,13 @@ mod tests {
             })
             .unwrap();
     }
+    both_backends!(
+        beliefs_and_history_round_trip_exactly,
+        round_trip_on_sqlite,
+        round_trip_on_postgres
+    );
 
-    #[test]
-    fn summary_aggregates_per_status() {
-        let store = Store::open(&DbPath::Memory).unwrap();
+    fn summary_aggregates_per_status(store: &Store) {
         store
             .write(|db| -> Result<(), StoreError> {
                 step(db, "assert", "a", Some(0.5), 1);
@@ -440,4 +442,65 @@ mod tests {
             })
             .unwrap();
     }
+    both_backends!(
+        summary_aggregates_per_status,
+        summary_on_sqlite,
+        summary_on_postgres
+    );
+
+    fn merging_twice_changes_nothing_the_second_time(store: &Store) {
+        let (b, other) = store
+            .write(|db| -> Result<_, StoreError> {
+                step(db, "hypothesize", "merged", Some(0.6), 10);
+                Ok((
+                    step(db, "verify", "merged", Some(0.9), 20),
+                    step(db, "assert", "x", Some(0.5), 5),
+                ))
+            })
+            .unwrap();
+        // Another database's version of the belief: one event in common, one later.
+        let mut incoming = b.clone();
+        incoming.history.remove(1);
+        let later = apply_action(
+            Some(b.clone()),
+            &ActionRequest::validate("retract", "merged", None, "no", None, &[]).unwrap(),
+            Uuid::from_u128(99),
+            at(30),
+        )
+        .unwrap();
+        incoming.history.push(later.event.clone().unwrap());
+        let later = later.belief.unwrap();
+        incoming.status = later.status;
+        incoming.confidence = later.confidence;
+        incoming.updated_at = later.updated_at;
+        incoming.source_nodes.push(Uuid::from_u128(7));
+        store
+            .write(|db| -> Result<(), StoreError> {
+                let m = merge(db, &incoming)?;
+                assert_eq!((m.created, m.events_added), (false, 1));
+                assert_eq!(merge(db, &incoming)?, Merged::default());
+                let stored = find(db, "merged")?.expect("kept");
+                assert_eq!(stored.history.len(), 3);
+                assert_eq!(stored.status, BeliefStatus::Retracted);
+                assert_eq!(stored.source_nodes.len(), 2);
+                let ids: Vec<Uuid> = all(db)?.iter().map(|b| b.id).collect();
+                assert_eq!(ids, [b.id, other.id], "creation order");
+                let mut fresh = other.clone();
+                fresh.id = Uuid::from_u128(1000);
+                fresh.normalised_target = "new one".into();
+                let m = merge(db, &fresh)?;
+                assert_eq!((m.created, m.events_added), (true, 1));
+                assert_eq!(
+                    find(db, "new one")?.expect("created").history,
+                    other.history
+                );
+                Ok(())
+            })
+            .unwrap();
+    }
+    both_backends!(
+        merging_twice_changes_nothing_the_second_time,
+        merge_on_sqlite,
+        merge_on_postgres
+    );
 }
