@@ -313,6 +313,161 @@ pub fn related(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::service::lessons::search_terms;
+    use crate::store::lessons::{self as store_lessons, Import};
+    use crate::store::pg::testing::fresh;
+    use crate::store::{Backend, Db};
+
+    fn add(db: &Db<'_>, task: &str, strategy: &str, rca: &str, n: u128) -> Inserted {
+        let l = NewLesson::validate(task, strategy, rca, "LOGIC_ERROR", "agent").expect("valid");
+        let now = DateTime::from_timestamp_micros(1_700_000_000_000_000 + n as i64).unwrap();
+        store_lessons::insert(
+            db,
+            &l,
+            Uuid::from_u128(n),
+            &search_terms(strategy, rca),
+            now,
+        )
+        .expect("insert")
+    }
+
+    fn pg<'a>(db: &Db<'a>) -> &'a Pg {
+        match db.backend() {
+            Backend::Postgres(pg) => pg,
+            Backend::Sqlite(_) => panic!("a PostgreSQL store was expected"),
+        }
+    }
+
+    /// `lesson_terms` as stored, and as counted from the lessons' `terms`.
+    fn document_frequencies(db: &Db<'_>) -> (Vec<(String, i64)>, Vec<(String, i64)>) {
+        let read = |sql: &'static str| -> Vec<(String, i64)> {
+            let rows = pg(db).query(sql, &[]).unwrap();
+            rows.iter().map(|r| (r.get(0), r.get(1))).collect()
+        };
+        (
+            read("SELECT term, docs FROM lesson_terms ORDER BY term"),
+            read(
+                "SELECT t, count(*) FROM lessons, unnest(tsvector_to_array(terms)) AS t
+                 GROUP BY t ORDER BY t",
+            ),
+        )
+    }
+
+    #[test]
+    fn document_frequencies_follow_inserts_and_imports() {
+        let Some(store) = fresh("pg_lesson_terms") else {
+            return;
+        };
+        store
+            .write(|db| -> Result<(), StoreError> {
+                add(db, "a", "use the cache", "the cache was stale", 1);
+                add(db, "b", "Use the CACHE", "stale", 2);
+                // A duplicate (same task, same normalised strategy) adds nothing.
+                assert!(matches!(
+                    add(db, "A", "use the cache!", "other words", 3),
+                    Inserted::Exists(_)
+                ));
+                let l = NewLesson::validate("c", "pin the compiler", "drift", "UNKNOWN", "x")
+                    .expect("valid");
+                let created = DateTime::from_timestamp_micros(5).unwrap();
+                let id = Uuid::from_u128(4);
+                assert_eq!(
+                    store_lessons::import(db, &l, id, false, created)?,
+                    Import::Added
+                );
+                assert_eq!(
+                    store_lessons::import(db, &l, id, true, created)?,
+                    Import::Skipped
+                );
+                let (stored, counted) = document_frequencies(db);
+                assert_eq!(stored, counted);
+                let docs = |t: &str| stored.iter().find(|(s, _)| s == t).map(|(_, n)| *n);
+                assert_eq!(docs("cache"), Some(2));
+                assert_eq!(docs("stale"), Some(2));
+                assert_eq!(docs("compiler"), Some(1));
+                assert_eq!(docs("other"), None);
+                let imported = store_lessons::get(db, id)?.expect("imported");
+                assert!(!imported.is_active);
+                assert_eq!(imported.created_at, created);
+                Ok(())
+            })
+            .unwrap();
+    }
+
+    #[test]
+    fn query_syntax_in_terms_is_only_text() {
+        let Some(store) = fresh("pg_lesson_query_syntax") else {
+            return;
+        };
+        store
+            .write(|db| -> Result<(), StoreError> {
+                add(db, "a", "don't retry", "x", 1);
+                add(db, "b", "xylophone tuning", "y", 2);
+                add(db, "c", "back\\slash | pipe", "z", 3);
+                let key = TaskKey::of("mine");
+                let found = |terms: &[&str]| -> Vec<String> {
+                    let terms: Vec<String> = terms.iter().map(|t| t.to_string()).collect();
+                    store_lessons::related(db, &key, &terms, 10)
+                        .unwrap()
+                        .into_iter()
+                        .map(|(l, _)| l.task_id)
+                        .collect()
+                };
+                assert_eq!(found(&["don't"]), ["a"]);
+                assert!(found(&["x:*", "!xylophone", "xylophone & tuning"]).is_empty());
+                assert!(found(&["'", "\\", "(", "''"]).is_empty());
+                let c = search_terms("back\\slash | pipe", "z");
+                let terms: Vec<&str> = c.split(' ').collect();
+                assert_eq!(found(&terms), ["c"], "{terms:?}");
+                Ok(())
+            })
+            .unwrap();
+    }
+
+    #[test]
+    fn rarer_terms_rank_first_and_scores_are_negated() {
+        let Some(store) = fresh("pg_lesson_rank") else {
+            return;
+        };
+        store
+            .write(|db| -> Result<(), StoreError> {
+                for n in 0..5u128 {
+                    add(
+                        db,
+                        &format!("common-{n}"),
+                        &format!("retry plan {n}"),
+                        "x",
+                        n,
+                    );
+                }
+                add(db, "rare", "zookeeper quorum", "x", 10);
+                add(db, "both", "zookeeper retry", "x", 11);
+                let terms: Vec<String> = ["retry", "zookeeper"].map(String::from).into();
+                let got = store_lessons::related(db, &TaskKey::of("mine"), &terms, 3)?;
+                let tasks: Vec<&str> = got.iter().map(|(l, _)| l.task_id.as_str()).collect();
+                // Both terms, then the rare term alone, then the oldest common one.
+                assert_eq!(tasks, ["both", "rare", "common-0"]);
+                assert!(got.iter().all(|(_, r)| *r < 0.0), "{got:?}");
+                assert!(got[0].1 < got[1].1 && got[1].1 < got[2].1, "{got:?}");
+                Ok(())
+            })
+            .unwrap();
+    }
+
+    #[test]
+    fn text_with_nul_is_refused_and_nothing_is_kept() {
+        let Some(store) = fresh("pg_lesson_nul") else {
+            return;
+        };
+        let l = NewLesson::validate("t", "a\u{0}b", "why", "UNKNOWN", "x").expect("valid");
+        let now = DateTime::from_timestamp_micros(0).unwrap();
+        let r = store.write(|db| store_lessons::insert(db, &l, Uuid::from_u128(1), "a b", now));
+        assert!(matches!(r, Err(StoreError::Postgres(_))), "{r:?}");
+        let left = store
+            .read(|db| store_lessons::list(db, None, true))
+            .unwrap();
+        assert!(left.is_empty());
+    }
 
     #[test]
     fn terms_become_quoted_lexemes_only() {
