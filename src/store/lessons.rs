@@ -327,7 +327,12 @@ pub fn insert(
     };
     conn.prepare_cached("INSERT INTO lessons_fts (rowid, terms) VALUES (?1, ?2)")?
         .execute(params![seq, search_terms])?;
-    Ok(Inserted::New(Lesson {
+    Ok(Inserted::New(stored(l, id, now)))
+}
+
+/// The lesson [`insert`] stored: `l`, active, with its id and time.
+pub(crate) fn stored(l: &NewLesson, id: Uuid, now: DateTime<Utc>) -> Lesson {
+    Lesson {
         id,
         task_id: l.task_id.clone(),
         strategy_description: l.strategy_description.clone(),
@@ -337,7 +342,7 @@ pub fn insert(
         source_agent: l.source_agent.clone(),
         is_active: true,
         created_at: now,
-    }))
+    }
 }
 
 /// The lesson of task `key` with this normalised strategy, active or not.

@@ -8,6 +8,19 @@ use super::{Pg, get};
 use crate::store::StoreError;
 use crate::store::lesson_vectors::{VectorRow, decode, encode};
 
+/// The statement storing a vector (`$2` blob, `$3` model, `$4` dimension) in the lesson
+/// `$where` selects by `$1`.
+macro_rules! set_vector_sql {
+    ($where:literal) => {
+        concat!(
+            "UPDATE lessons SET embedding = $2, embedding_model = $3, embedding_dim = $4,
+                 embedding_rev = (SELECT coalesce(max(embedding_rev), 0) + 1 FROM lessons
+                                  WHERE embedding_rev IS NOT NULL) ",
+            $where
+        )
+    };
+}
+
 /// PostgreSQL twin of [`crate::store::lesson_vectors::set_vector`]. The next revision is
 /// `max(embedding_rev) + 1`, read under the write lock every write holds, so revisions grow
 /// in commit order across servers.
@@ -16,10 +29,7 @@ use crate::store::lesson_vectors::{VectorRow, decode, encode};
 /// [`StoreError::Postgres`] or [`StoreError::ConnectionLost`].
 pub fn set_vector(pg: &Pg, seq: i64, model: &str, vector: &[f32]) -> Result<(), StoreError> {
     pg.execute(
-        "UPDATE lessons SET embedding = $2, embedding_model = $3, embedding_dim = $4,
-             embedding_rev = (SELECT coalesce(max(embedding_rev), 0) + 1 FROM lessons
-                              WHERE embedding_rev IS NOT NULL)
-         WHERE seq = $1",
+        set_vector_sql!("WHERE seq = $1"),
         &[&seq, &encode(vector), &model, &(vector.len() as i64)],
     )?;
     Ok(())
@@ -31,10 +41,7 @@ pub fn set_vector(pg: &Pg, seq: i64, model: &str, vector: &[f32]) -> Result<(), 
 /// As [`set_vector`].
 pub fn set_vector_of(pg: &Pg, id: Uuid, model: &str, vector: &[f32]) -> Result<(), StoreError> {
     pg.execute(
-        "UPDATE lessons SET embedding = $2, embedding_model = $3, embedding_dim = $4,
-             embedding_rev = (SELECT coalesce(max(embedding_rev), 0) + 1 FROM lessons
-                              WHERE embedding_rev IS NOT NULL)
-         WHERE id = $1",
+        set_vector_sql!("WHERE id = $1"),
         &[
             &id.to_string(),
             &encode(vector),

@@ -17,7 +17,7 @@ use super::Pg;
 use crate::service::lessons::{Lesson, NewLesson, TaskKey};
 use crate::store::lessons::{
     ActiveStrategy, Inserted, RELATED_CANDIDATES, RawLesson, encode_spans, lesson_from_raw,
-    ranked_terms,
+    ranked_terms, stored,
 };
 use crate::store::{StoreError, to_us};
 
@@ -108,17 +108,7 @@ pub fn insert(
          ON CONFLICT (term) DO UPDATE SET docs = lesson_terms.docs + 1",
         &[&terms],
     )?;
-    Ok(Inserted::New(Lesson {
-        id,
-        task_id: l.task_id.clone(),
-        strategy_description: l.strategy_description.clone(),
-        normalised_strategy: l.normalised_strategy.clone(),
-        rca_summary: l.rca_summary.clone(),
-        failure_type: l.failure_type,
-        source_agent: l.source_agent.clone(),
-        is_active: true,
-        created_at: now,
-    }))
+    Ok(Inserted::New(stored(l, id, now)))
 }
 
 /// PostgreSQL twin of [`crate::store::lessons::find_by_strategy`].
@@ -338,9 +328,12 @@ mod tests {
         }
     }
 
+    /// Terms and their document frequencies, by term.
+    type Frequencies = Vec<(String, i64)>;
+
     /// `lesson_terms` as stored, and as counted from the lessons' `terms`.
-    fn document_frequencies(db: &Db<'_>) -> (Vec<(String, i64)>, Vec<(String, i64)>) {
-        let read = |sql: &'static str| -> Vec<(String, i64)> {
+    fn document_frequencies(db: &Db<'_>) -> (Frequencies, Frequencies) {
+        let read = |sql: &'static str| -> Frequencies {
             let rows = pg(db).query(sql, &[]).unwrap();
             rows.iter().map(|r| (r.get(0), r.get(1))).collect()
         };
