@@ -17,9 +17,11 @@ use tracing_subscriber::EnvFilter;
 #[derive(Parser, Debug)]
 #[command(name = "meta-utl-mcp", version, about, long_about = None)]
 struct Cli {
-    /// Database file, or `:memory:` for a throwaway run.
+    /// Database: an SQLite file, `:memory:` for a throwaway run, or a team's PostgreSQL
+    /// database as postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=…] (password also
+    /// from PGPASSWORD or ~/.pgpass).
     /// [default: $XDG_DATA_HOME/meta-utl-mcp/state.db, else ~/.local/share/meta-utl-mcp/state.db]
-    #[arg(long, env = "META_UTL_DB", value_name = "PATH", global = true)]
+    #[arg(long, env = "META_UTL_DB", value_name = "PATH|URL", global = true)]
     db: Option<String>,
 
     /// Log level or filter for stderr logs (error, warn, info, debug, trace, or a RUST_LOG-style

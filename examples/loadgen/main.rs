@@ -6,11 +6,12 @@
 //! cargo build --release && cargo run --release --example loadgen -- --scale [--quick]
 //! cargo build --release && cargo run --release --example loadgen -- --startup [--rmcp BIN] [--ab BIN] [--n N]
 //! cargo build --release && cargo run --release --example loadgen -- --tails [--quick] [--n N] [--only TOOL] [--ab OTHER_BINARY]
+//! cargo build --release && cargo run --release --example loadgen -- --backends postgres://USER@HOST:PORT [--quick]
 //! ```
 //!
 //! `--scale` prints the scale curves instead (see [`scale`]); `--tails` the tail latencies of
 //! every durable write tool (see [`tails`]); `--startup` start-up beside the minimal rmcp
-//! server (see [`rmcp_startup`]).
+//! server (see [`rmcp_startup`]); `--backends` SQLite beside PostgreSQL (see [`backends`]).
 //!
 //! Scenarios: (a) pipelined read calls, (b) one-at-a-time read round trips, (c) durable writes,
 //! pipelined and one at a time, (d) every other listed write tool with its published example,
@@ -31,6 +32,7 @@ use meta_utl_mcp::service::vocab::{Domain, Lambdas};
 use meta_utl_mcp::store::{DbPath, Store, meta as meta_store};
 use serde_json::{Value, json};
 
+mod backends;
 mod rmcp_startup;
 mod scale;
 #[path = "../../benches/support/mod.rs"]
@@ -268,6 +270,10 @@ fn main() {
             .position(|a| a == flag)
             .and_then(|i| args.get(i + 1).cloned())
     };
+    if let Some(server) = value("--backends") {
+        backends::run(&server, quick);
+        return;
+    }
     if std::env::args().any(|a| a == "--startup") {
         let n = value("--n").map_or(50, |v| v.parse().expect("--n takes a count"));
         rmcp_startup::run(
@@ -452,6 +458,11 @@ fn main() {
         None,
     ));
 
+    print_table(&rows);
+}
+
+/// Print `rows` as a Markdown table.
+fn print_table(rows: &[Row]) {
     println!("| scenario | n | calls/s | p50 | p95 | p99 | peak RSS |");
     println!("|---|---:|---:|---:|---:|---:|---:|");
     let fmt_d = |d: Option<Duration>| {

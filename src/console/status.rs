@@ -16,7 +16,8 @@ use crate::tools::App;
 pub struct Status {
     /// The database file as given (`:memory:` for none).
     pub database: String,
-    /// Its size in bytes with its `-wal`; null for `:memory:`.
+    /// Its size in bytes (a file with its `-wal`; PostgreSQL: the tables with their indexes);
+    /// null for `:memory:`.
     pub bytes: Option<u64>,
     /// `PRAGMA user_version`.
     pub schema_version: i64,
@@ -121,9 +122,11 @@ pub fn gather(app: &App) -> Result<Status, ConsoleError> {
             })
             .collect();
         let path = ctx.db_path.to_string();
-        let bytes = (path != ":memory:").then(|| {
-            std::fs::metadata(&path).map_or(0, |m| m.len())
-                + std::fs::metadata(format!("{path}-wal")).map_or(0, |m| m.len())
+        let bytes = stats.bytes.or_else(|| {
+            (path != ":memory:").then(|| {
+                std::fs::metadata(&path).map_or(0, |m| m.len())
+                    + std::fs::metadata(format!("{path}-wal")).map_or(0, |m| m.len())
+            })
         });
         Ok(Status {
             database: path,

@@ -40,6 +40,9 @@ pub struct Stats {
     pub predictions: u64,
     /// Vertices with a stored fingerprint.
     pub vertices: u64,
+    /// Bytes the data takes when the backend says (PostgreSQL: the `meta_utl` tables with their
+    /// indexes and TOAST); `None` on SQLite, whose size is its file's.
+    pub bytes: Option<u64>,
     /// The newest time written by any tool (lesson, directive, belief change, event,
     /// prediction or vertex version); `None` on an empty database.
     pub last_activity: Option<DateTime<Utc>>,
@@ -77,6 +80,7 @@ pub fn stats(db: &Db<'_>) -> Result<Stats, StoreError> {
         observations: n("SELECT count(*) FROM atc_observations")?,
         predictions: n("SELECT count(*) FROM predictions")?,
         vertices: n("SELECT count(*) FROM vertices")?,
+        bytes: None,
         last_activity: last.map(from_us).transpose()?,
     })
 }
@@ -114,11 +118,21 @@ impl CheckReport {
 /// resolved, the file must exist.
 fn existing_file(path: &DbPath) -> Result<(PathBuf, String), StoreError> {
     let shown = path.display();
-    let DbPath::File(p) = path else {
-        return Err(StoreError::NotAFile {
-            path: shown,
-            kind: "an in-memory database, which has no file",
-        });
+    let p = match path {
+        DbPath::File(p) => p,
+        DbPath::Memory => {
+            return Err(StoreError::NotAFile {
+                path: shown,
+                kind: "an in-memory database, which has no file",
+            });
+        }
+        DbPath::Postgres(_) => {
+            return Err(StoreError::NotAFile {
+                path: shown,
+                kind: "a PostgreSQL database: back it up with pg_dump or `meta-utl-mcp export`, \
+                       and check it with pg_amcheck",
+            });
+        }
     };
     if open::looks_like_uri(&p.to_string_lossy()) {
         return Err(StoreError::Uri {

@@ -165,74 +165,118 @@ pub fn insert_observations(db: &Db<'_>, observations: &[Observation]) -> Result<
 pub fn save(db: &Db<'_>, s: &AtcState) -> Result<(), StoreError> {
     let conn = sqlite_or!(db, pg => pg::atc::save(pg, s));
     let c = conn;
+    let rows = SavedRows::of(s);
     let mut thr = c.prepare_cached(
         "INSERT OR REPLACE INTO atc_thresholds (domain, name, value) VALUES (?1, ?2, ?3)",
     )?;
+    for (domain, name, value) in &rows.thresholds {
+        thr.execute(params![domain, name, value])?;
+    }
     let mut drift = c.prepare_cached(
         "INSERT OR REPLACE INTO atc_threshold_drift (domain, name, alpha, mean, variance, count)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     )?;
+    for (domain, name, alpha, mean, variance, count) in &rows.threshold_drift {
+        drift.execute(params![domain, name, alpha, mean, variance, count])?;
+    }
+    let mut clear = c.prepare_cached("DELETE FROM atc_bandit_arms WHERE domain = ?1")?;
+    for domain in Domain::ALL {
+        clear.execute([domain.as_str()])?;
+    }
     let mut arms = c.prepare_cached(
         "INSERT OR REPLACE INTO atc_bandit_arms
              (domain, candidate_index, candidate, successes, failures)
          VALUES (?1, ?2, ?3, ?4, ?5)",
     )?;
+    for (domain, k, candidate, successes, failures) in &rows.arms {
+        arms.execute(params![domain, k, candidate, successes, failures])?;
+    }
     let mut dom = c.prepare_cached(
         "INSERT OR REPLACE INTO atc_domains (domain, selected_threshold, last_level4_us)
          VALUES (?1, ?2, ?3)",
     )?;
-    for domain in Domain::ALL {
-        let d = domain.index();
-        let set = &s.thresholds[d];
-        for name in ThresholdName::ALL {
-            thr.execute(params![domain.as_str(), name.as_str(), set.get(name)])?;
-            let t = &s.threshold_drift[d * THRESHOLD_COUNT + name.index()];
-            drift.execute(params![
-                domain.as_str(),
-                name.as_str(),
-                t.alpha(),
-                t.mean(),
-                t.variance(),
-                t.count() as i64
-            ])?;
-        }
-        let b = &s.bandits[d];
-        c.prepare_cached("DELETE FROM atc_bandit_arms WHERE domain = ?1")?
-            .execute([domain.as_str()])?;
-        for (k, &candidate) in b.candidates().iter().enumerate() {
-            arms.execute(params![
-                domain.as_str(),
-                k as i64,
-                candidate,
-                b.successes()[k] as i64,
-                b.failures()[k] as i64
-            ])?;
-        }
-        dom.execute(params![
-            domain.as_str(),
-            s.selected[d],
-            s.last_level4[d].map(to_us)
-        ])?;
+    for (domain, selected, last) in &rows.domains {
+        dom.execute(params![domain, selected, last])?;
     }
     let mut temp = c.prepare_cached(
         "INSERT OR REPLACE INTO atc_temperatures (embedder_id, temperature) VALUES (?1, ?2)",
     )?;
+    for (e, t) in &rows.temperatures {
+        temp.execute(params![e, t])?;
+    }
     let mut gap = c.prepare_cached(
         "INSERT OR REPLACE INTO atc_gap_drift (embedder_id, alpha, mean, variance, count)
          VALUES (?1, ?2, ?3, ?4, ?5)",
     )?;
-    for e in 0..NUM_EMBEDDERS {
-        temp.execute(params![e as i64 + 1, s.temperatures[e]])?;
-        let t = &s.gap_drift[e];
-        gap.execute(params![
-            e as i64 + 1,
-            t.alpha(),
-            t.mean(),
-            t.variance(),
-            t.count() as i64
-        ])?;
+    for (e, alpha, mean, variance, count) in &rows.gap_drift {
+        gap.execute(params![e, alpha, mean, variance, count])?;
     }
     Ok(())
+}
+
+/// The ATC state (all but the observations) as table rows, for both backends: what [`save`]
+/// writes and [`load`] reads back.
+#[derive(Debug, Default)]
+pub(crate) struct SavedRows {
+    /// `atc_thresholds`: domain, name, value.
+    pub thresholds: Vec<(&'static str, &'static str, f64)>,
+    /// `atc_threshold_drift`: domain, name, α, mean, variance, count.
+    pub threshold_drift: Vec<(&'static str, &'static str, f64, f64, f64, i64)>,
+    /// `atc_bandit_arms`: domain, candidate index, candidate, successes, failures.
+    pub arms: Vec<(&'static str, i64, f64, i64, i64)>,
+    /// `atc_domains`: domain, selected threshold, last Level-4 time.
+    pub domains: Vec<(&'static str, Option<f64>, Option<i64>)>,
+    /// `atc_temperatures`: embedder id (1–13), temperature.
+    pub temperatures: Vec<(i64, f64)>,
+    /// `atc_gap_drift`: embedder id, α, mean, variance, count.
+    pub gap_drift: Vec<(i64, f64, f64, f64, i64)>,
+}
+
+impl SavedRows {
+    /// The rows of `s`.
+    pub(crate) fn of(s: &AtcState) -> Self {
+        let mut rows = SavedRows::default();
+        for domain in Domain::ALL {
+            let d = domain.index();
+            for name in ThresholdName::ALL {
+                rows.thresholds
+                    .push((domain.as_str(), name.as_str(), s.thresholds[d].get(name)));
+                let t = &s.threshold_drift[d * THRESHOLD_COUNT + name.index()];
+                rows.threshold_drift.push((
+                    domain.as_str(),
+                    name.as_str(),
+                    t.alpha(),
+                    t.mean(),
+                    t.variance(),
+                    t.count() as i64,
+                ));
+            }
+            let b = &s.bandits[d];
+            for (k, &candidate) in b.candidates().iter().enumerate() {
+                rows.arms.push((
+                    domain.as_str(),
+                    k as i64,
+                    candidate,
+                    b.successes()[k] as i64,
+                    b.failures()[k] as i64,
+                ));
+            }
+            rows.domains
+                .push((domain.as_str(), s.selected[d], s.last_level4[d].map(to_us)));
+        }
+        for e in 0..NUM_EMBEDDERS {
+            rows.temperatures.push((e as i64 + 1, s.temperatures[e]));
+            let t = &s.gap_drift[e];
+            rows.gap_drift.push((
+                e as i64 + 1,
+                t.alpha(),
+                t.mean(),
+                t.variance(),
+                t.count() as i64,
+            ));
+        }
+        rows
+    }
 }
 
 fn tracker(alpha: f64, mean: f64, variance: f64, count: i64) -> Result<DriftTracker, StoreError> {
@@ -247,15 +291,63 @@ fn tracker(alpha: f64, mean: f64, variance: f64, count: i64) -> Result<DriftTrac
 /// state's invariants (out-of-range or out-of-order thresholds, bad temperatures, …).
 pub fn load(db: &Db<'_>) -> Result<AtcState, StoreError> {
     let conn = sqlite_or!(db, pg => pg::atc::load(pg));
-    let c = conn;
+    fn all<T>(
+        c: &rusqlite::Connection,
+        sql: &str,
+        f: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+    ) -> Result<Vec<T>, StoreError> {
+        let mut stmt = c.prepare_cached(sql)?;
+        let rows = stmt.query_map([], f)?;
+        Ok(rows.collect::<Result<Vec<T>, _>>()?)
+    }
+    state_from_rows(LoadedRows {
+        thresholds: all(conn, LOAD_THRESHOLDS, |r| r.try_into())?,
+        temperatures: all(conn, LOAD_TEMPERATURES, |r| r.try_into())?,
+        arms: all(conn, LOAD_ARMS, |r| r.try_into())?,
+        domains: all(conn, LOAD_DOMAINS, |r| r.try_into())?,
+        threshold_drift: all(conn, LOAD_THRESHOLD_DRIFT, |r| r.try_into())?,
+        gap_drift: all(conn, LOAD_GAP_DRIFT, |r| r.try_into())?,
+        observations: all(conn, LOAD_OBSERVATIONS, |r| r.try_into())?,
+    })
+}
+
+// The queries of [`load`], valid SQL on both backends.
+pub(crate) const LOAD_THRESHOLDS: &str = "SELECT domain, name, value FROM atc_thresholds";
+pub(crate) const LOAD_TEMPERATURES: &str = "SELECT embedder_id, temperature FROM atc_temperatures";
+pub(crate) const LOAD_ARMS: &str =
+    "SELECT domain, candidate_index, candidate, successes, failures FROM atc_bandit_arms
+     ORDER BY domain, candidate_index";
+pub(crate) const LOAD_DOMAINS: &str =
+    "SELECT domain, selected_threshold, last_level4_us FROM atc_domains";
+pub(crate) const LOAD_THRESHOLD_DRIFT: &str =
+    "SELECT domain, name, alpha, mean, variance, count FROM atc_threshold_drift";
+pub(crate) const LOAD_GAP_DRIFT: &str =
+    "SELECT embedder_id, alpha, mean, variance, count FROM atc_gap_drift";
+pub(crate) const LOAD_OBSERVATIONS: &str =
+    "SELECT ts_us, embedder_id, confidence, correct, domain, threshold_name, threshold_used
+     FROM atc_observations ORDER BY seq";
+
+/// The ATC tables as read by [`load`] (each field the rows of one `LOAD_*` query).
+pub(crate) struct LoadedRows {
+    pub thresholds: Vec<(String, String, f64)>,
+    pub temperatures: Vec<(i64, f64)>,
+    pub arms: Vec<(String, i64, f64, i64, i64)>,
+    pub domains: Vec<(String, Option<f64>, Option<i64>)>,
+    pub threshold_drift: Vec<(String, String, f64, f64, f64, i64)>,
+    pub gap_drift: Vec<(i64, f64, f64, f64, i64)>,
+    pub observations: Vec<(i64, i64, f64, bool, String, Option<String>, Option<f64>)>,
+}
+
+/// The ATC state from its rows; defaults for whatever is missing.
+///
+/// # Errors
+/// [`StoreError::Corrupt`] when stored values break the state's invariants.
+pub(crate) fn state_from_rows(rows: LoadedRows) -> Result<AtcState, StoreError> {
     let mut s = AtcState::new();
 
     let mut values: Vec<[f64; THRESHOLD_COUNT]> =
         s.thresholds.iter().map(|t| *t.values()).collect();
-    let mut stmt = c.prepare_cached("SELECT domain, name, value FROM atc_thresholds")?;
-    let rows = stmt.query_map([], |r| <(String, String, f64)>::try_from(r))?;
-    for row in rows {
-        let (domain, name, value) = row?;
+    for (domain, name, value) in rows.thresholds {
         values[parse_domain(&domain)?.index()][parse_name(&name)?.index()] = value;
     }
     s.thresholds = Domain::ALL
@@ -264,23 +356,14 @@ pub fn load(db: &Db<'_>) -> Result<AtcState, StoreError> {
         .map(|(d, v)| ThresholdSet::from_values(d, v).map_err(corrupt))
         .collect::<Result<_, _>>()?;
 
-    let mut stmt = c.prepare_cached("SELECT embedder_id, temperature FROM atc_temperatures")?;
-    let rows = stmt.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, f64>(1)?)))?;
-    for row in rows {
-        let (e, t) = row?;
+    for (e, t) in rows.temperatures {
         *s.temperatures
             .get_mut((e - 1) as usize)
             .ok_or_else(|| corrupt(format!("embedder {e}")))? = t;
     }
 
     let mut arms: Vec<Vec<(i64, f64, i64, i64)>> = vec![Vec::new(); Domain::COUNT];
-    let mut stmt = c.prepare_cached(
-        "SELECT domain, candidate_index, candidate, successes, failures FROM atc_bandit_arms
-         ORDER BY domain, candidate_index",
-    )?;
-    let rows = stmt.query_map([], |r| <(String, i64, f64, i64, i64)>::try_from(r))?;
-    for row in rows {
-        let (domain, k, cand, succ, fail) = row?;
+    for (domain, k, cand, succ, fail) in rows.arms {
         arms[parse_domain(&domain)?.index()].push((k, cand, succ, fail));
     }
     for (d, list) in arms.into_iter().enumerate() {
@@ -300,11 +383,7 @@ pub fn load(db: &Db<'_>) -> Result<AtcState, StoreError> {
         .map_err(corrupt)?;
     }
 
-    let mut stmt =
-        c.prepare_cached("SELECT domain, selected_threshold, last_level4_us FROM atc_domains")?;
-    let rows = stmt.query_map([], |r| <(String, Option<f64>, Option<i64>)>::try_from(r))?;
-    for row in rows {
-        let (domain, selected, last) = row?;
+    for (domain, selected, last) in rows.domains {
         let d = parse_domain(&domain)?.index();
         s.selected[d] = selected
             .map(|t| in_range("ATC: selected threshold", t, 0.0, 1.0))
@@ -312,36 +391,19 @@ pub fn load(db: &Db<'_>) -> Result<AtcState, StoreError> {
         s.last_level4[d] = last.map(from_us).transpose()?;
     }
 
-    let mut stmt = c.prepare_cached(
-        "SELECT domain, name, alpha, mean, variance, count FROM atc_threshold_drift",
-    )?;
-    let rows = stmt.query_map([], |r| <(String, String, f64, f64, f64, i64)>::try_from(r))?;
-    for row in rows {
-        let (domain, name, alpha, mean, var, count) = row?;
+    for (domain, name, alpha, mean, var, count) in rows.threshold_drift {
         let i = parse_domain(&domain)?.index() * THRESHOLD_COUNT + parse_name(&name)?.index();
         s.threshold_drift[i] = tracker(alpha, mean, var, count)?;
     }
 
-    let mut stmt =
-        c.prepare_cached("SELECT embedder_id, alpha, mean, variance, count FROM atc_gap_drift")?;
-    let rows = stmt.query_map([], |r| <(i64, f64, f64, f64, i64)>::try_from(r))?;
-    for row in rows {
-        let (e, alpha, mean, var, count) = row?;
+    for (e, alpha, mean, var, count) in rows.gap_drift {
         *s.gap_drift
             .get_mut((e - 1) as usize)
             .ok_or_else(|| corrupt(format!("embedder {e}")))? = tracker(alpha, mean, var, count)?;
     }
 
     s.windows = vec![VecDeque::new(); NUM_EMBEDDERS];
-    let mut stmt = c.prepare_cached(
-        "SELECT ts_us, embedder_id, confidence, correct, domain, threshold_name, threshold_used
-         FROM atc_observations ORDER BY seq",
-    )?;
-    let rows = stmt.query_map([], |r| {
-        <(i64, i64, f64, bool, String, Option<String>, Option<f64>)>::try_from(r)
-    })?;
-    for row in rows {
-        let (ts, e, confidence, correct, domain, name, used) = row?;
+    for (ts, e, confidence, correct, domain, name, used) in rows.observations {
         let o = Observation {
             timestamp: from_us(ts)?,
             embedder_id: u8::try_from(e).map_err(|_| corrupt(format!("embedder {e}")))?,

@@ -105,7 +105,7 @@ pub enum Windows {
 /// How long an open prediction may wait for its outcome.
 pub const OPEN_PREDICTION_TTL_DAYS: i64 = 7;
 
-fn encode_f64s(values: impl ExactSizeIterator<Item = f64>) -> Vec<u8> {
+pub(crate) fn encode_f64s(values: impl ExactSizeIterator<Item = f64>) -> Vec<u8> {
     let mut out = Vec::with_capacity(8 * values.len());
     for v in values {
         out.extend_from_slice(&v.to_le_bytes());
@@ -113,7 +113,7 @@ fn encode_f64s(values: impl ExactSizeIterator<Item = f64>) -> Vec<u8> {
     out
 }
 
-fn decode_f64s(bytes: &[u8]) -> Result<Vec<f64>, StoreError> {
+pub(crate) fn decode_f64s(bytes: &[u8]) -> Result<Vec<f64>, StoreError> {
     if !bytes.len().is_multiple_of(8) {
         return Err(StoreError::Corrupt(format!(
             "a window blob of {} bytes is not a list of f64",
@@ -126,7 +126,7 @@ fn decode_f64s(bytes: &[u8]) -> Result<Vec<f64>, StoreError> {
         .collect())
 }
 
-fn parse_domain(s: Option<String>) -> Result<Option<Domain>, StoreError> {
+pub(crate) fn parse_domain(s: Option<String>) -> Result<Option<Domain>, StoreError> {
     s.map(|s| Domain::parse(&s).ok_or_else(|| StoreError::Corrupt(format!("unknown domain {s:?}"))))
         .transpose()
 }
@@ -149,12 +149,39 @@ pub fn load(db: &Db<'_>) -> Result<MetaState, StoreError> {
     let Some((lambda_s, count, low, alert, failures, human, adjustments, last, _, _)) = row else {
         return Ok(MetaState::default());
     };
+    let mut stmt = conn.prepare_cached("SELECT window, vals FROM meta_windows")?;
+    let windows = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<Result<Vec<_>, _>>()?;
+    state_from_rows(
+        (
+            lambda_s,
+            count,
+            low,
+            alert,
+            failures,
+            human,
+            adjustments,
+            last,
+        ),
+        windows,
+    )
+}
+
+/// The scalar `meta_state` row as read: λ_s, interaction count, consecutive low, alert,
+/// Bayesian failures, human review, adjustment count, last adjustment.
+pub(crate) type RawState = (f64, i64, i64, bool, i64, bool, i64, Option<i64>);
+
+/// The meta-learning state from its scalar row and its `(window, vals)` rows, every stored
+/// value checked.
+pub(crate) fn state_from_rows(
+    scalar: RawState,
+    windows: Vec<(i64, Vec<u8>)>,
+) -> Result<MetaState, StoreError> {
+    let (lambda_s, count, low, alert, failures, human, adjustments, last) = scalar;
     let mut global = Window::default();
     let mut embedders: [Window; NUM_EMBEDDERS] = Default::default();
-    let mut stmt = conn.prepare_cached("SELECT window, vals FROM meta_windows")?;
-    let mut rows = stmt.query([])?;
-    while let Some(r) = rows.next()? {
-        let (id, vals): (i64, Vec<u8>) = (r.get(0)?, r.get(1)?);
+    for (id, vals) in windows {
         let vals = decode_f64s(&vals)?;
         for &v in &vals {
             in_range("stored accuracy", v, 0.0, 1.0)?;
@@ -214,26 +241,28 @@ pub fn save(db: &Db<'_>, m: &MetaState, windows: Windows) -> Result<(), StoreErr
         "INSERT INTO meta_windows (window, vals) VALUES (?1, ?2)
          ON CONFLICT (window) DO UPDATE SET vals = ?2",
     )?;
-    let mut write = |id: usize, w: &Window| -> Result<(), StoreError> {
+    for (id, w) in windows_to_write(m, windows) {
         put.execute(params![id as i64, encode_f64s(w.values())])?;
-        Ok(())
-    };
-    match windows {
-        Windows::None => {}
-        Windows::All => {
-            write(0, &m.global)?;
-            for (i, w) in m.embedders.iter().enumerate() {
-                write(i + 1, w)?;
-            }
-        }
-        Windows::Prediction(embedder) => {
-            write(0, &m.global)?;
-            if let Some(i) = embedder.map(usize::from).filter(|&i| i < NUM_EMBEDDERS) {
-                write(i + 1, &m.embedders[i])?;
-            }
-        }
     }
     Ok(())
+}
+
+/// The accuracy windows [`save`] writes for `windows`, with their `meta_windows` ids (0 the
+/// global window, 1–13 the embedders').
+pub(crate) fn windows_to_write(m: &MetaState, windows: Windows) -> Vec<(usize, &Window)> {
+    match windows {
+        Windows::None => Vec::new(),
+        Windows::All => std::iter::once((0, &m.global))
+            .chain(m.embedders.iter().enumerate().map(|(i, w)| (i + 1, w)))
+            .collect(),
+        Windows::Prediction(embedder) => {
+            let mut out = vec![(0, &m.global)];
+            if let Some(i) = embedder.map(usize::from).filter(|&i| i < NUM_EMBEDDERS) {
+                out.push((i + 1, &m.embedders[i]));
+            }
+            out
+        }
+    }
 }
 
 /// The operator's reset of `scope` (`reset_meta_learning`, and `escalations ack` of the
@@ -468,7 +497,7 @@ pub fn query_events(db: &Db<'_>, q: &EventQuery) -> Result<(Vec<Event>, usize), 
     Ok((events, total as usize))
 }
 
-type RawEvent = (
+pub(crate) type RawEvent = (
     i64,
     String,
     Option<String>,
@@ -485,7 +514,7 @@ fn raw_event(r: &Row<'_>) -> rusqlite::Result<RawEvent> {
     RawEvent::try_from(r)
 }
 
-fn event_from_raw(raw: RawEvent) -> Result<Event, StoreError> {
+pub(crate) fn event_from_raw(raw: RawEvent) -> Result<Event, StoreError> {
     let (ts, kind, domain, embedder, err, before, after, acc, escalated, detail) = raw;
     Ok(Event {
         timestamp: from_us(ts)?,
@@ -505,7 +534,7 @@ fn event_from_raw(raw: RawEvent) -> Result<Event, StoreError> {
 }
 
 /// One hour in microseconds, the width of a `meta_event_hours` bucket.
-const HOUR_US: i64 = 3_600_000_000;
+pub(crate) const HOUR_US: i64 = 3_600_000_000;
 
 /// Number of events at or after `since`.
 ///
@@ -529,22 +558,42 @@ pub fn count_events_between(
     end: Option<DateTime<Utc>>,
 ) -> Result<usize, StoreError> {
     let conn = sqlite_or!(db, pg => pg::meta::count_events_between(pg, start, end));
+    count_between(
+        start,
+        end,
+        |a, b| {
+            Ok(conn
+                .prepare_cached(
+                    "SELECT count(*) FROM meta_events WHERE ts_us >= ?1 AND ts_us <= ?2",
+                )?
+                .query_row(params![a, b], |r| r.get(0))?)
+        },
+        |first, last| {
+            Ok(conn
+                .prepare_cached(
+                    "SELECT total(n) FROM meta_event_hours WHERE hour >= ?1 AND hour <= ?2",
+                )?
+                .query_row([first, last], |r| r.get::<_, f64>(0))? as i64)
+        },
+    )
+}
+
+/// [`count_events_between`] in terms of its two queries, for both backends: `rows_between(a,
+/// b)` counts the events with `a <= ts_us <= b`, `hours_between(first, last)` sums the hourly
+/// counts of hours `first..=last`.
+pub(crate) fn count_between(
+    start: Option<DateTime<Utc>>,
+    end: Option<DateTime<Utc>>,
+    rows_between: impl Fn(i64, i64) -> Result<i64, StoreError>,
+    hours_between: impl Fn(i64, i64) -> Result<i64, StoreError>,
+) -> Result<usize, StoreError> {
     let lo = start.map(to_us);
     let hi = end.map(to_us);
-    let rows_between = |a: i64, b: i64| -> Result<i64, StoreError> {
-        Ok(conn
-            .prepare_cached("SELECT count(*) FROM meta_events WHERE ts_us >= ?1 AND ts_us <= ?2")?
-            .query_row(params![a, b], |r| r.get(0))?)
-    };
     let hours_between = |first: i64, last: i64| -> Result<i64, StoreError> {
         if first > last {
             return Ok(0);
         }
-        Ok(conn
-            .prepare_cached(
-                "SELECT total(n) FROM meta_event_hours WHERE hour >= ?1 AND hour <= ?2",
-            )?
-            .query_row([first, last], |r| r.get::<_, f64>(0))? as i64)
+        hours_between(first, last)
     };
     let (lo_hour, hi_hour) = (
         lo.map(|t| t.div_euclid(HOUR_US)),
@@ -642,33 +691,41 @@ pub fn replay_window(db: &Db<'_>, domain: Option<Domain>) -> Result<Vec<Predicti
          ORDER BY id DESC LIMIT ?2",
     )?;
     let rows = stmt.query_map(params![domain.map(Domain::as_str), WINDOW as i64], |r| {
-        <(
-            i64,
-            Option<u8>,
-            f64,
-            f64,
-            Option<f64>,
-            Option<f64>,
-            Option<String>,
-            f64,
-        )>::try_from(r)
+        RawPrediction::try_from(r)
     })?;
     let mut out = Vec::new();
     for row in rows {
-        let (ts, embedder_index, predicted, actual, delta_s, delta_c, domain, ach_level) = row?;
-        out.push(Prediction {
-            timestamp: from_us(ts)?,
-            embedder_index,
-            predicted: in_range("stored prediction", predicted, 0.0, 1.0)?,
-            actual: in_range("stored outcome", actual, 0.0, 1.0)?,
-            delta_s: delta_s.map(|v| finite("stored ΔS", v)).transpose()?,
-            delta_c: delta_c.map(|v| finite("stored ΔC", v)).transpose()?,
-            domain: parse_domain(domain)?,
-            ach_level,
-        });
+        out.push(prediction_from_raw(row?)?);
     }
     out.reverse();
     Ok(out)
+}
+
+/// A `predictions` row as read: time, embedder, predicted, actual, ΔS, ΔC, domain, ACh level.
+pub(crate) type RawPrediction = (
+    i64,
+    Option<u8>,
+    f64,
+    f64,
+    Option<f64>,
+    Option<f64>,
+    Option<String>,
+    f64,
+);
+
+/// A recorded prediction from its row, every stored value checked.
+pub(crate) fn prediction_from_raw(raw: RawPrediction) -> Result<Prediction, StoreError> {
+    let (ts, embedder_index, predicted, actual, delta_s, delta_c, domain, ach_level) = raw;
+    Ok(Prediction {
+        timestamp: from_us(ts)?,
+        embedder_index,
+        predicted: in_range("stored prediction", predicted, 0.0, 1.0)?,
+        actual: in_range("stored outcome", actual, 0.0, 1.0)?,
+        delta_s: delta_s.map(|v| finite("stored ΔS", v)).transpose()?,
+        delta_c: delta_c.map(|v| finite("stored ΔC", v)).transpose()?,
+        domain: parse_domain(domain)?,
+        ach_level,
+    })
 }
 
 /// A prediction issued by `gwt_compute_delta_sc`, waiting for its outcome.
@@ -735,9 +792,29 @@ pub fn close_prediction(
             "SELECT created_us, delta_s, delta_c, learning_score, domain, closed_us
              FROM open_predictions WHERE id = ?1",
             [id.to_string()],
-            |r| <(i64, f64, f64, f64, Option<String>, Option<i64>)>::try_from(r),
+            |r| RawOpen::try_from(r),
         )
         .optional()?;
+    let open = match closable(id, row, now)? {
+        Ok(open) => open,
+        Err(e) => return Ok(Err(e)),
+    };
+    conn.execute(
+        "UPDATE open_predictions SET closed_us = ?2 WHERE id = ?1",
+        params![id.to_string(), to_us(now)],
+    )?;
+    Ok(Ok(open))
+}
+
+/// An `open_predictions` row as read: created, ΔS, ΔC, L, domain, closed.
+pub(crate) type RawOpen = (i64, f64, f64, f64, Option<String>, Option<i64>);
+
+/// Whether the open prediction `id` (its row, if any) can be closed at `now`, and it if so.
+pub(crate) fn closable(
+    id: Uuid,
+    row: Option<RawOpen>,
+    now: DateTime<Utc>,
+) -> Result<Result<OpenPrediction, CloseError>, StoreError> {
     let Some((created, delta_s, delta_c, learning_score, domain, closed)) = row else {
         return Ok(Err(CloseError::Unknown));
     };
@@ -748,10 +825,6 @@ pub fn close_prediction(
     if now - created > chrono::Duration::days(OPEN_PREDICTION_TTL_DAYS) {
         return Ok(Err(CloseError::Expired));
     }
-    conn.execute(
-        "UPDATE open_predictions SET closed_us = ?2 WHERE id = ?1",
-        params![id.to_string(), to_us(now)],
-    )?;
     Ok(Ok(OpenPrediction {
         id,
         created,
@@ -768,7 +841,7 @@ fn finite(what: &str, v: f64) -> Result<f64, StoreError> {
 }
 
 /// λ from its stored λ_s; a value outside [0.1, 0.9] means the file is damaged.
-fn stored_lambdas(s: f64) -> Result<Lambdas, StoreError> {
+pub(crate) fn stored_lambdas(s: f64) -> Result<Lambdas, StoreError> {
     Lambdas::new(s).map_err(|e| StoreError::Corrupt(format!("stored {e}")))
 }
 

@@ -181,11 +181,11 @@ fn sql_type(e: rusqlite::types::FromSqlError) -> StoreError {
     StoreError::Corrupt(format!("vertex row has a column of the wrong type: {e}"))
 }
 
-fn parse_id(s: &str) -> Result<Uuid, StoreError> {
+pub(crate) fn parse_id(s: &str) -> Result<Uuid, StoreError> {
     Uuid::parse_str(s).map_err(|e| StoreError::Corrupt(format!("vertex id {s:?}: {e}")))
 }
 
-fn decode_e1(bytes: &[u8]) -> Result<Vec<f32>, StoreError> {
+pub(crate) fn decode_e1(bytes: &[u8]) -> Result<Vec<f32>, StoreError> {
     Reader { bytes }.f32s(bytes.len() / 4)
 }
 
@@ -214,21 +214,48 @@ pub fn refresh(db: &Db<'_>, cache: &mut VertexCache) -> Result<(), StoreError> {
             .is_none(),
         None => false,
     };
+    refresh_index(cache, max_seq, count, rolled_back, |since, add| {
+        let mut stmt = conn.prepare("SELECT id, e1 FROM vertices WHERE seq > ?1 ORDER BY seq")?;
+        let mut rows = stmt.query([since])?;
+        while let Some(row) = rows.next()? {
+            add(
+                row.get_ref(0)?.as_str().map_err(sql_type)?,
+                row.get_ref(1)?.as_blob().map_err(sql_type)?,
+            )?;
+        }
+        Ok(())
+    })?;
+    cache.normalizer = load_normalizer(db)?;
+    Ok(())
+}
+
+/// The index part of [`refresh`], for both backends: given the store's largest `seq` and row
+/// count and whether the cache's unconfirmed write was rolled back, reset the index if needed,
+/// then read the rows changed since the cache's `loaded_seq` through `rows_since(seq, add)`,
+/// which calls `add(id, e1 blob)` for each in `seq` order.
+pub(crate) fn refresh_index(
+    cache: &mut VertexCache,
+    max_seq: i64,
+    count: i64,
+    rolled_back: bool,
+    rows_since: impl FnOnce(
+        i64,
+        &mut dyn FnMut(&str, &[u8]) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError>,
+) -> Result<(), StoreError> {
     if rolled_back || max_seq < cache.loaded_seq || (count as usize) < cache.index.len() {
         cache.index = E1Index::new();
         cache.loaded_seq = 0;
     }
     if max_seq > cache.loaded_seq {
-        let mut stmt = conn.prepare("SELECT id, e1 FROM vertices WHERE seq > ?1 ORDER BY seq")?;
-        let mut rows = stmt.query([cache.loaded_seq])?;
-        while let Some(row) = rows.next()? {
-            let id = parse_id(row.get_ref(0)?.as_str().map_err(sql_type)?)?;
-            let e1 = decode_e1(row.get_ref(1)?.as_blob().map_err(sql_type)?)?;
-            cache
-                .index
+        let index = &mut cache.index;
+        rows_since(cache.loaded_seq, &mut |id, e1| {
+            let id = parse_id(id)?;
+            let e1 = decode_e1(e1)?;
+            index
                 .upsert(id, &e1)
-                .map_err(|e| StoreError::Corrupt(format!("vertex {id}: {e}")))?;
-        }
+                .map_err(|e| StoreError::Corrupt(format!("vertex {id}: {e}")))
+        })?;
         cache.loaded_seq = max_seq;
     }
     if cache.index.len() != count as usize {
@@ -237,7 +264,6 @@ pub fn refresh(db: &Db<'_>, cache: &mut VertexCache) -> Result<(), StoreError> {
             cache.index.len()
         )));
     }
-    cache.normalizer = load_normalizer(db)?;
     Ok(())
 }
 
@@ -253,38 +279,59 @@ pub fn load_normalizer(db: &Db<'_>) -> Result<SurpriseNormalizer, StoreError> {
     while let Some(row) = rows.next()? {
         let i: i64 = row.get(0)?;
         let blob = row.get_ref(1)?.as_blob().map_err(sql_type)?;
-        let slot = counts
-            .get_mut(i as usize)
-            .ok_or_else(|| StoreError::Corrupt(format!("histogram for embedder {i}")))?;
-        if blob.len() != HISTOGRAM_BINS * 8 {
-            return Err(StoreError::Corrupt(format!(
-                "histogram for embedder {i} has {} bytes, expected {}",
-                blob.len(),
-                HISTOGRAM_BINS * 8
-            )));
-        }
-        *slot = blob
-            .chunks_exact(8)
-            .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
-            .collect();
+        put_histogram(&mut counts, i, blob)?;
     }
     SurpriseNormalizer::from_counts(counts).map_err(|e| StoreError::Corrupt(e.to_string()))
 }
 
-fn save_normalizer(db: &Db<'_>, n: &SurpriseNormalizer) -> Result<(), StoreError> {
+/// Decode embedder `i`'s stored histogram into its slot of `counts`.
+pub(crate) fn put_histogram(
+    counts: &mut [Vec<u64>],
+    i: i64,
+    blob: &[u8],
+) -> Result<(), StoreError> {
+    let slot = usize::try_from(i)
+        .ok()
+        .and_then(|i| counts.get_mut(i))
+        .ok_or_else(|| StoreError::Corrupt(format!("histogram for embedder {i}")))?;
+    if blob.len() != HISTOGRAM_BINS * 8 {
+        return Err(StoreError::Corrupt(format!(
+            "histogram for embedder {i} has {} bytes, expected {}",
+            blob.len(),
+            HISTOGRAM_BINS * 8
+        )));
+    }
+    *slot = blob
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
+        .collect();
+    Ok(())
+}
+
+/// Each embedder's histogram as stored: `(embedder index, little-endian u64 counts)`.
+pub(crate) fn histogram_rows(n: &SurpriseNormalizer) -> Vec<(i64, Vec<u8>)> {
+    EmbedderId::ALL
+        .into_iter()
+        .map(|e| {
+            let blob = n
+                .histogram(e)
+                .counts()
+                .iter()
+                .flat_map(|c| c.to_le_bytes())
+                .collect();
+            (e.index() as i64, blob)
+        })
+        .collect()
+}
+
+pub(crate) fn save_normalizer(db: &Db<'_>, n: &SurpriseNormalizer) -> Result<(), StoreError> {
     let conn = sqlite_or!(db, pg => pg::vertices::save_normalizer(pg, n));
     let mut stmt = conn.prepare_cached(
         "INSERT INTO surprise_histograms (embedder_index, counts) VALUES (?1, ?2)
          ON CONFLICT (embedder_index) DO UPDATE SET counts = excluded.counts",
     )?;
-    for e in EmbedderId::ALL {
-        let blob: Vec<u8> = n
-            .histogram(e)
-            .counts()
-            .iter()
-            .flat_map(|c| c.to_le_bytes())
-            .collect();
-        stmt.execute(params![e.index() as i64, blob])?;
+    for (e, blob) in histogram_rows(n) {
+        stmt.execute(params![e, blob])?;
     }
     Ok(())
 }
@@ -408,11 +455,7 @@ pub fn put_current(
     let seq: i64 = conn.query_row("SELECT COALESCE(MAX(seq), 0) + 1 FROM vertices", [], |r| {
         r.get(0)
     })?;
-    let e1: Vec<u8> = fp
-        .e1_semantic
-        .iter()
-        .flat_map(|x| x.to_le_bytes())
-        .collect();
+    let e1 = encode_e1(fp);
     let mut stmt = conn.prepare_cached(
         "INSERT INTO vertices (id, seq, updated_us, e1, fingerprint) VALUES (?1, ?2, ?3, ?4, ?5)
          ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, updated_us = excluded.updated_us,
@@ -426,6 +469,14 @@ pub fn put_current(
         encode_fingerprint(fp)
     ])?;
     Ok(seq)
+}
+
+/// The E1 (semantic) vector of `fp` as stored in `vertices.e1`: little-endian `f32`s.
+pub(crate) fn encode_e1(fp: &Fingerprint) -> Vec<u8> {
+    fp.e1_semantic
+        .iter()
+        .flat_map(|x| x.to_le_bytes())
+        .collect()
 }
 
 /// Number of stored vertices.

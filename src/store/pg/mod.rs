@@ -286,6 +286,21 @@ impl PgStore {
         Ok(session.pg.as_ref().expect("connected above"))
     }
 
+    /// Inside a batch: the error to answer when the batch's session is gone (a new session
+    /// would run the call outside the batch's transaction).
+    fn check_batch(&self, session: &Session) -> Result<(), StoreError> {
+        if session.pg.as_ref().is_none_or(Pg::is_closed) {
+            let mut lost = self.batch_lost.lock();
+            lost.get_or_insert_with(|| {
+                format!("the connection to PostgreSQL at {} was lost", self.target)
+            });
+        }
+        match self.batch_lost.lock().clone() {
+            Some(cause) => Err(StoreError::RolledBack { cause }),
+            None => Ok(()),
+        }
+    }
+
     /// Run `f` in one transaction holding [`WRITE_LOCK`]: committed when `f` returns `Ok`,
     /// rolled back otherwise (also when `f` panics). Inside [`PgStore::batch`], a savepoint.
     ///
@@ -296,10 +311,17 @@ impl PgStore {
     where
         E: From<StoreError>,
     {
+        off_runtime(|| self.write_here(f))
+    }
+
+    fn write_here<T, E>(&self, f: impl FnOnce(&Db<'_>) -> Result<T, E>) -> Result<T, E>
+    where
+        E: From<StoreError>,
+    {
         let in_batch = self.in_batch.load(Ordering::Relaxed);
         let mut session = self.session.lock();
-        if in_batch && let Some(cause) = self.batch_lost.lock().clone() {
-            return Err(E::from(StoreError::RolledBack { cause }));
+        if in_batch {
+            self.check_batch(&session).map_err(E::from)?;
         }
         let pg = self.live(&mut session).map_err(E::from)?;
         let (end, undo) = if in_batch {
@@ -348,11 +370,20 @@ impl PgStore {
     where
         E: From<StoreError>,
     {
+        off_runtime(|| self.read_here(f))
+    }
+
+    fn read_here<T, E>(&self, f: impl FnOnce(&Db<'_>) -> Result<T, E>) -> Result<T, E>
+    where
+        E: From<StoreError>,
+    {
         let mut session = self.session.lock();
-        let pg = self.live(&mut session).map_err(E::from)?;
         if self.in_batch.load(Ordering::Relaxed) {
+            self.check_batch(&session).map_err(E::from)?;
+            let pg = self.live(&mut session).map_err(E::from)?;
             return f(&Db::postgres(pg));
         }
+        let pg = self.live(&mut session).map_err(E::from)?;
         pg.batch("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             .map_err(E::from)?;
         let guard = TxGuard {
@@ -372,6 +403,10 @@ impl PgStore {
     /// The store error of beginning or committing; on a failed commit none of `f`'s writes is
     /// kept.
     pub fn batch<T>(&self, f: impl FnOnce() -> T) -> Result<T, StoreError> {
+        off_runtime(|| self.batch_here(f))
+    }
+
+    fn batch_here<T>(&self, f: impl FnOnce() -> T) -> Result<T, StoreError> {
         {
             let mut session = self.session.lock();
             let pg = self.live(&mut session)?;
@@ -418,6 +453,36 @@ impl PgStore {
         };
         drop(end);
         committed.map(|()| out)
+    }
+}
+
+/// Run `f`, which uses the client library, so that it may block: the synchronous client drives
+/// a runtime of its own, which it cannot do on a thread driving the server's async runtime
+/// (reads are served on those threads). There `f` runs under
+/// [`tokio::task::block_in_place`], which hands the thread's other tasks to another worker
+/// and leaves the runtime's context for `f`'s duration; elsewhere `f` just runs.
+fn off_runtime<R>(f: impl FnOnce() -> R) -> R {
+    match tokio::runtime::Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(f)
+        }
+        _ => f(),
+    }
+}
+
+impl Drop for PgStore {
+    /// Closes the session on a thread of its own: the client library blocks on its own
+    /// runtime to close, which it cannot do from a thread driving the server's async runtime
+    /// (where the store may be dropped at shutdown).
+    fn drop(&mut self) {
+        if let Some(pg) = self.session.get_mut().pg.take() {
+            let closing = std::thread::Builder::new()
+                .name("postgres-close".into())
+                .spawn(move || drop(pg));
+            if let Ok(handle) = closing {
+                let _ = handle.join();
+            }
+        }
     }
 }
 

@@ -22,6 +22,23 @@ use crate::store::StoreError;
 /// overrides it). Start-up therefore fails within a few seconds, never hangs.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// The URL parameters handed to the client library as they are.
+const PASSED_ON: &[&str] = &[
+    "user",
+    "password",
+    "dbname",
+    "options",
+    "application_name",
+    "connect_timeout",
+    "tcp_user_timeout",
+    "keepalives",
+    "keepalives_idle",
+    "keepalives_interval",
+    "keepalives_retries",
+    "target_session_attrs",
+    "channel_binding",
+];
+
 /// libpq's `sslmode` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SslMode {
@@ -134,7 +151,14 @@ impl Target {
                     })?;
                 }
                 "sslrootcert" => root_cert = Some(PathBuf::from(percent_decode(value))),
-                _ => rest.push(pair),
+                k if PASSED_ON.contains(&k) => rest.push(pair),
+                k => {
+                    return Err(bad(format!(
+                        "the URL parameter {k:?} is not supported (supported: sslmode, \
+                         sslrootcert, {})",
+                        PASSED_ON.join(", ")
+                    )));
+                }
             }
         }
         // The client library knows its own scheme spelling only in lower case.
