@@ -584,8 +584,3 @@ pub fn bump(pg: &Pg, family: Family) -> Result<i64, StoreError> {
     )?;
     get(&row, 0)
 }
-
-/// TEMPORARY while the families are ported: removed before this lands.
-pub(crate) fn unported(what: &str) -> StoreError {
-    StoreError::Postgres(format!("{what} is not ported to PostgreSQL yet"))
-}
