@@ -54,22 +54,105 @@ fn corrupt(what: &str, e: impl std::fmt::Display) -> StoreError {
     StoreError::Corrupt(format!("{what}: {e}"))
 }
 
-fn status(s: &str) -> Result<BeliefStatus, StoreError> {
+/// A stored status.
+///
+/// # Errors
+/// [`StoreError::Corrupt`] for an unknown one.
+pub(crate) fn status(s: &str) -> Result<BeliefStatus, StoreError> {
     BeliefStatus::parse(s).map_err(|e| corrupt("belief status", e))
 }
 
-struct RawBelief {
-    seq: i64,
-    id: String,
-    normalised_target: String,
-    target: String,
-    status: String,
-    confidence: f64,
-    rationale: String,
-    uncertainty_type: Option<String>,
-    source_nodes: String,
-    created_us: i64,
-    updated_us: i64,
+/// A belief row as stored (both backends decode it with [`belief_from_raw`]).
+pub(crate) struct RawBelief {
+    pub(crate) seq: i64,
+    pub(crate) id: String,
+    pub(crate) normalised_target: String,
+    pub(crate) target: String,
+    pub(crate) status: String,
+    pub(crate) confidence: f64,
+    pub(crate) rationale: String,
+    pub(crate) uncertainty_type: Option<String>,
+    pub(crate) source_nodes: String,
+    pub(crate) created_us: i64,
+    pub(crate) updated_us: i64,
+}
+
+/// A history event row as stored: action, input confidence, status before and after,
+/// confidence before and after, rationale, time (µs). Decoded by [`event_from_raw`].
+pub(crate) type RawEvent = (
+    String,
+    f64,
+    Option<String>,
+    String,
+    Option<f64>,
+    f64,
+    String,
+    i64,
+);
+
+/// The history event of a stored row.
+///
+/// # Errors
+/// [`StoreError::Corrupt`] for an unknown action or status, a confidence outside [0, 1], or
+/// a time outside chrono's range.
+pub(crate) fn event_from_raw(raw: RawEvent) -> Result<BeliefEvent, StoreError> {
+    let (action, input, before, after, c_before, c_after, rationale, at) = raw;
+    Ok(BeliefEvent {
+        action: ActionType::parse(&action).map_err(|e| corrupt("belief action", e))?,
+        input_confidence: input,
+        status_before: before.as_deref().map(status).transpose()?,
+        status_after: status(&after)?,
+        confidence_before: c_before
+            .map(|c| in_range("belief confidence", c, 0.0, 1.0))
+            .transpose()?,
+        confidence_after: in_range("belief confidence", c_after, 0.0, 1.0)?,
+        rationale,
+        at: from_us(at)?,
+    })
+}
+
+/// The belief of a stored row and its history (oldest first).
+///
+/// # Errors
+/// [`StoreError::Corrupt`] for a source node or id that is not a UUID, an unknown status or
+/// uncertainty type, a confidence outside [0, 1], or a time outside chrono's range.
+pub(crate) fn belief_from_raw(
+    raw: RawBelief,
+    history: Vec<BeliefEvent>,
+) -> Result<Belief, StoreError> {
+    let source_nodes = raw
+        .source_nodes
+        .split(',')
+        .filter(|s| !s.is_empty())
+        .map(|s| Uuid::parse_str(s).map_err(|e| corrupt("belief source node", e)))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Belief {
+        id: Uuid::parse_str(&raw.id).map_err(|e| corrupt("belief id", e))?,
+        target: raw.target,
+        normalised_target: raw.normalised_target,
+        status: status(&raw.status)?,
+        confidence: in_range("belief confidence", raw.confidence, 0.0, 1.0)?,
+        rationale: raw.rationale,
+        uncertainty_type: raw
+            .uncertainty_type
+            .as_deref()
+            .map(UncertaintyType::parse)
+            .transpose()
+            .map_err(|e| corrupt("uncertainty type", e))?,
+        source_nodes,
+        created_at: from_us(raw.created_us)?,
+        updated_at: from_us(raw.updated_us)?,
+        history,
+    })
+}
+
+/// The stored `source_nodes` of a belief: hyphenated UUIDs joined by `,`.
+pub(crate) fn sources_text(b: &Belief) -> String {
+    b.source_nodes
+        .iter()
+        .map(|u| u.hyphenated().to_string())
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 fn raw_belief(r: &Row<'_>) -> rusqlite::Result<RawBelief> {
@@ -105,63 +188,16 @@ pub fn find(db: &Db<'_>, normalised_target: &str) -> Result<Option<Belief>, Stor
     let Some(raw) = raw else {
         return Ok(None);
     };
-    let source_nodes = raw
-        .source_nodes
-        .split(',')
-        .filter(|s| !s.is_empty())
-        .map(|s| Uuid::parse_str(s).map_err(|e| corrupt("belief source node", e)))
-        .collect::<Result<Vec<_>, _>>()?;
     let mut stmt = conn.prepare_cached(
         "SELECT action, input_confidence, status_before, status_after, confidence_before,
                 confidence_after, rationale, at_us
          FROM belief_events WHERE belief_seq = ?1 ORDER BY seq",
     )?;
-    let rows = stmt.query_map([raw.seq], |r| {
-        <(
-            String,
-            f64,
-            Option<String>,
-            String,
-            Option<f64>,
-            f64,
-            String,
-            i64,
-        )>::try_from(r)
-    })?;
-    let mut history = Vec::new();
-    for row in rows {
-        let (action, input, before, after, c_before, c_after, rationale, at) = row?;
-        history.push(BeliefEvent {
-            action: ActionType::parse(&action).map_err(|e| corrupt("belief action", e))?,
-            input_confidence: input,
-            status_before: before.as_deref().map(status).transpose()?,
-            status_after: status(&after)?,
-            confidence_before: c_before
-                .map(|c| in_range("belief confidence", c, 0.0, 1.0))
-                .transpose()?,
-            confidence_after: in_range("belief confidence", c_after, 0.0, 1.0)?,
-            rationale,
-            at: from_us(at)?,
-        });
-    }
-    Ok(Some(Belief {
-        id: Uuid::parse_str(&raw.id).map_err(|e| corrupt("belief id", e))?,
-        target: raw.target,
-        normalised_target: raw.normalised_target,
-        status: status(&raw.status)?,
-        confidence: in_range("belief confidence", raw.confidence, 0.0, 1.0)?,
-        rationale: raw.rationale,
-        uncertainty_type: raw
-            .uncertainty_type
-            .as_deref()
-            .map(UncertaintyType::parse)
-            .transpose()
-            .map_err(|e| corrupt("uncertainty type", e))?,
-        source_nodes,
-        created_at: from_us(raw.created_us)?,
-        updated_at: from_us(raw.updated_us)?,
-        history,
-    }))
+    let history = stmt
+        .query_map([raw.seq], |r| RawEvent::try_from(r))?
+        .map(|row| event_from_raw(row?))
+        .collect::<Result<_, _>>()?;
+    belief_from_raw(raw, history).map(Some)
 }
 
 /// Writes a belief's current state (insert or update by id) and appends one history event.
@@ -178,12 +214,7 @@ pub fn save(db: &Db<'_>, b: &Belief, event: &BeliefEvent) -> Result<(), StoreErr
 /// Insert or update (by id) a belief's row; returns its `seq`.
 fn put_row(db: &Db<'_>, b: &Belief) -> Result<i64, StoreError> {
     let conn = sqlite_or!(db, pg => pg::beliefs::put_row(pg, b));
-    let sources = b
-        .source_nodes
-        .iter()
-        .map(|u| u.hyphenated().to_string())
-        .collect::<Vec<_>>()
-        .join(",");
+    let sources = sources_text(b);
     Ok(conn
         .prepare_cached(
             "INSERT INTO beliefs (id, normalised_target, target, status, confidence, entropy,
@@ -345,7 +376,8 @@ pub fn summary(db: &Db<'_>) -> Result<WorkspaceSummary, StoreError> {
 mod tests {
     use super::*;
     use crate::service::epistemic::{ActionRequest, apply_action};
-    use crate::store::{DbPath, Store};
+    use crate::store::Store;
+    use crate::store::pg::testing::both_backends;
     use chrono::{DateTime, Utc};
 
     const TOL: f64 = 1e-12;
@@ -364,9 +396,7 @@ mod tests {
         b
     }
 
-    #[test]
-    fn beliefs_and_history_round_trip_exactly() {
-        let store = Store::open(&DbPath::Memory).unwrap();
+    fn beliefs_and_history_round_trip_exactly(store: &Store) {
         store
             .write(|db| -> Result<(), StoreError> {
                 step(db, "hypothesize", "Ünïcödé target", Some(0.6), 1);
@@ -384,10 +414,13 @@ mod tests {
             })
             .unwrap();
     }
+    both_backends!(
+        beliefs_and_history_round_trip_exactly,
+        round_trip_on_sqlite,
+        round_trip_on_postgres
+    );
 
-    #[test]
-    fn summary_aggregates_per_status() {
-        let store = Store::open(&DbPath::Memory).unwrap();
+    fn summary_aggregates_per_status(store: &Store) {
         store
             .write(|db| -> Result<(), StoreError> {
                 step(db, "assert", "a", Some(0.5), 1);
@@ -409,4 +442,65 @@ mod tests {
             })
             .unwrap();
     }
+    both_backends!(
+        summary_aggregates_per_status,
+        summary_on_sqlite,
+        summary_on_postgres
+    );
+
+    fn merging_twice_changes_nothing_the_second_time(store: &Store) {
+        let (b, other) = store
+            .write(|db| -> Result<_, StoreError> {
+                step(db, "hypothesize", "merged", Some(0.6), 10);
+                Ok((
+                    step(db, "verify", "merged", Some(0.9), 20),
+                    step(db, "assert", "x", Some(0.5), 5),
+                ))
+            })
+            .unwrap();
+        // Another database's version of the belief: one event in common, one later.
+        let mut incoming = b.clone();
+        incoming.history.remove(1);
+        let later = apply_action(
+            Some(b.clone()),
+            &ActionRequest::validate("retract", "merged", None, "no", None, &[]).unwrap(),
+            Uuid::from_u128(99),
+            at(30),
+        )
+        .unwrap();
+        incoming.history.push(later.event.clone().unwrap());
+        let later = later.belief.unwrap();
+        incoming.status = later.status;
+        incoming.confidence = later.confidence;
+        incoming.updated_at = later.updated_at;
+        incoming.source_nodes.push(Uuid::from_u128(7));
+        store
+            .write(|db| -> Result<(), StoreError> {
+                let m = merge(db, &incoming)?;
+                assert_eq!((m.created, m.events_added), (false, 1));
+                assert_eq!(merge(db, &incoming)?, Merged::default());
+                let stored = find(db, "merged")?.expect("kept");
+                assert_eq!(stored.history.len(), 3);
+                assert_eq!(stored.status, BeliefStatus::Retracted);
+                assert_eq!(stored.source_nodes.len(), 2);
+                let ids: Vec<Uuid> = all(db)?.iter().map(|b| b.id).collect();
+                assert_eq!(ids, [b.id, other.id], "creation order");
+                let mut fresh = other.clone();
+                fresh.id = Uuid::from_u128(1000);
+                fresh.normalised_target = "new one".into();
+                let m = merge(db, &fresh)?;
+                assert_eq!((m.created, m.events_added), (true, 1));
+                assert_eq!(
+                    find(db, "new one")?.expect("created").history,
+                    other.history
+                );
+                Ok(())
+            })
+            .unwrap();
+    }
+    both_backends!(
+        merging_twice_changes_nothing_the_second_time,
+        merge_on_sqlite,
+        merge_on_postgres
+    );
 }

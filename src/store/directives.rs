@@ -150,9 +150,7 @@ pub fn insert(db: &Db<'_>, d: &Directive) -> Result<(), StoreError> {
         d.description,
         d.actor,
         to_us(d.created_at),
-        d.task_id
-            .as_deref()
-            .map(|t| TaskKey::of(t).as_str().to_owned()),
+        task_key(d),
     ])?;
     Ok(())
 }
@@ -172,6 +170,36 @@ pub fn import(db: &Db<'_>, d: &Directive) -> Result<bool, StoreError> {
     }
     insert(db, d)?;
     Ok(true)
+}
+
+/// A directive row as stored: id, task id, intervention type, description, actor, created
+/// time (µs). Both backends decode it with [`directive_from_raw`].
+pub(crate) type RawDirective = (String, Option<String>, String, String, String, i64);
+
+/// The entry of a stored row.
+///
+/// # Errors
+/// [`StoreError::Corrupt`] for an id that is not a UUID, an unknown intervention type, or a
+/// time outside chrono's range.
+pub(crate) fn directive_from_raw(raw: RawDirective) -> Result<Directive, StoreError> {
+    let (id, task_id, kind, description, actor, created) = raw;
+    Ok(Directive {
+        id: Uuid::parse_str(&id)
+            .map_err(|e| StoreError::Corrupt(format!("directive id {id:?}: {e}")))?,
+        task_id,
+        intervention_type: InterventionType::parse(&kind)
+            .ok_or_else(|| StoreError::Corrupt(format!("intervention type {kind:?}")))?,
+        description,
+        actor,
+        created_at: from_us(created)?,
+    })
+}
+
+/// The stored `task_key` of an entry: its task's [`TaskKey`], `None` without a task.
+pub(crate) fn task_key(d: &Directive) -> Option<String> {
+    d.task_id
+        .as_deref()
+        .map(|t| TaskKey::of(t).as_str().to_owned())
 }
 
 /// One page of entries (of task `key` when given), newest first (ties: latest inserted first),
@@ -207,21 +235,80 @@ pub fn list(
     values.push((limit.min(i64::MAX as usize) as i64).into());
     values.push((offset.min(i64::MAX as usize) as i64).into());
     let rows = stmt.query_map(rusqlite::params_from_iter(values.iter()), |r| {
-        <(String, Option<String>, String, String, String, i64)>::try_from(r)
+        RawDirective::try_from(r)
     })?;
-    let mut out = Vec::new();
-    for row in rows {
-        let (id, task_id, kind, description, actor, created) = row?;
-        out.push(Directive {
-            id: Uuid::parse_str(&id)
-                .map_err(|e| StoreError::Corrupt(format!("directive id {id:?}: {e}")))?,
-            task_id,
-            intervention_type: InterventionType::parse(&kind)
-                .ok_or_else(|| StoreError::Corrupt(format!("intervention type {kind:?}")))?,
-            description,
-            actor,
-            created_at: from_us(created)?,
-        });
-    }
+    let out = rows
+        .map(|row| directive_from_raw(row?))
+        .collect::<Result<_, StoreError>>()?;
     Ok((out, total as usize))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Store;
+    use crate::store::pg::testing::both_backends;
+
+    fn at(us: i64) -> DateTime<Utc> {
+        DateTime::from_timestamp_micros(us).unwrap()
+    }
+
+    fn entry(task: Option<&str>, kind: InterventionType, n: u128, us: i64) -> Directive {
+        Directive {
+            id: Uuid::from_u128(n),
+            task_id: task.map(str::to_owned),
+            intervention_type: kind,
+            description: format!("entry {n}: Ünïcödé 'quoted'"),
+            actor: "USER".into(),
+            created_at: at(us),
+        }
+    }
+
+    fn pages_newest_first_by_folded_task(store: &Store) {
+        let entries = [
+            entry(Some("TASK-1"), InterventionType::ManualFix, 1, 10),
+            entry(None, InterventionType::Escalation, 2, 30),
+            entry(Some(" task-1 "), InterventionType::Feedback, 3, 20),
+            entry(Some("ＴＡＳＫ－１"), InterventionType::Override, 4, 20),
+            entry(Some("other"), InterventionType::Feedback, 5, 40),
+        ];
+        store
+            .write(|db| -> Result<(), StoreError> {
+                for e in &entries {
+                    insert(db, e)?;
+                }
+                Ok(())
+            })
+            .unwrap();
+        store
+            .write(|db| -> Result<(), StoreError> {
+                let ids = |page: &[Directive]| -> Vec<u128> {
+                    page.iter().map(|d| d.id.as_u128()).collect()
+                };
+                let (all, total) = list(db, None, 10, 0)?;
+                // Newest first; 3 and 4 share a time: the later inserted first.
+                assert_eq!((ids(&all), total), (vec![5, 2, 4, 3, 1], 5));
+                assert_eq!(all[2], entries[3], "round trip");
+                let key = TaskKey::of("task-1");
+                let (page, total) = list(db, Some(&key), 2, 1)?;
+                assert_eq!((ids(&page), total), (vec![3, 1], 3));
+                let (page, total) = list(db, Some(&key), usize::MAX, usize::MAX)?;
+                assert_eq!((page.len(), total), (0, 3));
+                assert_eq!(list(db, Some(&TaskKey::of("none")), 5, 0)?, (vec![], 0));
+                // Import skips an id present, appends one absent.
+                assert!(!import(db, &entries[0])?);
+                assert!(import(
+                    db,
+                    &entry(Some("Task-1"), InterventionType::Feedback, 6, 50)
+                )?);
+                assert_eq!(list(db, Some(&key), 1, 0)?.0[0].id, Uuid::from_u128(6));
+                Ok(())
+            })
+            .unwrap();
+    }
+    both_backends!(
+        pages_newest_first_by_folded_task,
+        directives_on_sqlite,
+        directives_on_postgres
+    );
 }

@@ -188,50 +188,64 @@ pub fn vectors_since(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{DbPath, Store};
+    use crate::service::lessons::{NewLesson, TaskKey};
+    use crate::store::lessons;
+    use crate::store::pg::testing::both_backends;
+    use crate::store::{Store, StoreError};
+    use uuid::Uuid;
 
-    #[test]
-    fn vectors_round_trip_and_revisions_grow() {
-        let store = Store::open(&DbPath::Memory).unwrap();
-        store
-            .write(|db| -> Result<(), StoreError> {
+    fn vectors_round_trip_and_revisions_grow(store: &Store) {
+        let (one, two) = store
+            .write(|db| -> Result<(i64, i64), StoreError> {
                 for (i, s) in ["mock the db", "raise the timeout"].iter().enumerate() {
-                    db.conn().execute(
-                        "INSERT INTO lessons (id, task_id, strategy_description,
-                             normalised_strategy, rca_summary, failure_type, source_agent,
-                             created_us, task_key)
-                         VALUES (?1, 't', ?2, ?2, 'r', 'UNKNOWN', 'a', 0, 't')",
-                        params![format!("id-{i}"), s],
-                    )?;
+                    let l = NewLesson::validate("t", s, "r", "UNKNOWN", "a").expect("valid");
+                    let now = chrono::DateTime::from_timestamp_micros(0).unwrap();
+                    lessons::insert(db, &l, Uuid::from_u128(i as u128 + 1), s, now)?;
                 }
-                Ok(())
+                let seqs = lessons::active_strategies(db, &TaskKey::of("t"))?;
+                Ok((seqs[0].seq, seqs[1].seq))
             })
             .unwrap();
         store
             .write(|db| -> Result<(), StoreError> {
                 assert_eq!(without_vector(db, "m", 10)?.len(), 2);
-                set_vector(db, 1, "m", &[0.6, 0.8])?;
+                set_vector(db, one, "m", &[0.6, 0.8])?;
                 assert_eq!(
                     without_vector(db, "m", 10)?,
-                    vec![(2, "raise the timeout".into())]
+                    vec![(two, "raise the timeout".into())]
                 );
-                set_vector(db, 2, "m", &[1.0, 0.0])?;
+                set_vector_of(db, Uuid::from_u128(2), "m", &[1.0, 0.0])?;
                 // Re-embedding lesson 1 moves it after lesson 2 in revision order.
-                set_vector(db, 1, "m", &[0.0, 1.0])?;
+                set_vector(db, one, "m", &[0.0, 1.0])?;
                 let all = vectors_since(db, "m", 0, 10)?;
                 let order: Vec<(i64, i64)> = all.iter().map(|r| (r.seq, r.rev)).collect();
-                assert_eq!(order, [(2, 2), (1, 3)]);
+                assert_eq!(order, [(two, 2), (one, 3)]);
                 assert_eq!(all[1].vector, [0.0, 1.0]);
+                assert_eq!(all[1].task_key, "t");
                 assert_eq!(vectors_since(db, "m", 2, 10)?.len(), 1);
+                assert_eq!(vectors_since(db, "m", 0, 1)?.len(), 1);
                 assert!(vectors_since(db, "other", 0, 10)?.is_empty());
-                assert_eq!(vector(db, 2, "m")?, Some(vec![1.0, 0.0]));
-                assert_eq!(vector(db, 2, "other")?, None);
+                assert_eq!(vector(db, two, "m")?, Some(vec![1.0, 0.0]));
+                assert_eq!(vector(db, two, "other")?, None);
                 // Another model's vectors do not count as this model's.
                 assert_eq!(without_vector(db, "other", 10)?.len(), 2);
+                assert_eq!(without_vector(db, "other", 1)?.len(), 1);
+                // The blacklist check reads the same vector with the lesson's strategy.
+                let active = lessons::active_strategies(db, &TaskKey::of("t"))?;
+                assert_eq!(active[0].vector("m")?, Some(vec![0.0, 1.0]));
+                assert_eq!(active[0].vector("other")?, None);
+                // A lesson that is gone: nothing happens.
+                set_vector(db, two + 100, "m", &[1.0])?;
+                assert_eq!(vectors_since(db, "m", 0, 10)?.len(), 2);
                 Ok(())
             })
             .unwrap();
     }
+    both_backends!(
+        vectors_round_trip_and_revisions_grow,
+        vectors_on_sqlite,
+        vectors_on_postgres
+    );
 
     #[test]
     fn damaged_vectors_are_refused() {

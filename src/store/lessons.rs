@@ -49,7 +49,9 @@ pub const MIGRATION_SPANS: &str = "
 ALTER TABLE lessons ADD COLUMN strategy_spans BLOB NOT NULL DEFAULT x'';
 ";
 
-fn encode_spans(normalised: &str) -> Vec<u8> {
+/// The stored `strategy_spans` of a normalised strategy: `(start, end)` byte offsets of its
+/// word tokens as little-endian `u32` pairs (both backends store the same bytes).
+pub(crate) fn encode_spans(normalised: &str) -> Vec<u8> {
     let mut out = Vec::new();
     for (start, end) in word_spans(normalised) {
         // A strategy is at most 4,096 characters (16 KiB), far inside u32.
@@ -202,7 +204,9 @@ pub fn fill_task_keys(conn: &rusqlite::Connection) -> rusqlite::Result<()> {
 const COLUMNS: &str = "l.id, l.task_id, l.strategy_description, l.normalised_strategy, \
                        l.rca_summary, l.failure_type, l.source_agent, l.is_active, l.created_us";
 
-type RawLesson = (
+/// A lesson row as stored, in [`COLUMNS`] order (both backends decode it with
+/// [`lesson_from_raw`]).
+pub(crate) type RawLesson = (
     String,
     String,
     String,
@@ -210,7 +214,7 @@ type RawLesson = (
     String,
     String,
     String,
-    i64,
+    bool,
     i64,
 );
 
@@ -218,7 +222,12 @@ fn raw_lesson(r: &Row<'_>) -> rusqlite::Result<RawLesson> {
     RawLesson::try_from(r)
 }
 
-fn lesson_from_raw(raw: RawLesson) -> Result<Lesson, StoreError> {
+/// The lesson of a stored row.
+///
+/// # Errors
+/// [`StoreError::Corrupt`] for an id that is not a UUID, an unknown failure type, or a time
+/// outside chrono's range.
+pub(crate) fn lesson_from_raw(raw: RawLesson) -> Result<Lesson, StoreError> {
     let (id, task_id, strategy, normalised, rca, failure, agent, active, created) = raw;
     Ok(Lesson {
         id: Uuid::parse_str(&id)
@@ -230,7 +239,7 @@ fn lesson_from_raw(raw: RawLesson) -> Result<Lesson, StoreError> {
         failure_type: FailureType::parse(&failure)
             .map_err(|e| StoreError::Corrupt(format!("lesson failure type: {e}")))?,
         source_agent: agent,
-        is_active: active != 0,
+        is_active: active,
         created_at: from_us(created)?,
     })
 }
@@ -318,7 +327,12 @@ pub fn insert(
     };
     conn.prepare_cached("INSERT INTO lessons_fts (rowid, terms) VALUES (?1, ?2)")?
         .execute(params![seq, search_terms])?;
-    Ok(Inserted::New(Lesson {
+    Ok(Inserted::New(stored(l, id, now)))
+}
+
+/// The lesson [`insert`] stored: `l`, active, with its id and time.
+pub(crate) fn stored(l: &NewLesson, id: Uuid, now: DateTime<Utc>) -> Lesson {
+    Lesson {
         id,
         task_id: l.task_id.clone(),
         strategy_description: l.strategy_description.clone(),
@@ -328,7 +342,7 @@ pub fn insert(
         source_agent: l.source_agent.clone(),
         is_active: true,
         created_at: now,
-    }))
+    }
 }
 
 /// The lesson of task `key` with this normalised strategy, active or not.
@@ -398,9 +412,9 @@ pub struct ActiveStrategy {
     /// The normalised strategy.
     pub normalised: String,
     /// Its word tokens' byte ranges; read them with [`ActiveStrategy::tokens`].
-    spans: Vec<u8>,
+    pub(crate) spans: Vec<u8>,
     /// The stored vector: model, BLOB, dimension (see [`super::lesson_vectors`]).
-    vector: Option<(String, Vec<u8>, i64)>,
+    pub(crate) vector: Option<(String, Vec<u8>, i64)>,
 }
 
 impl ActiveStrategy {
@@ -574,7 +588,25 @@ pub const COMMON_TERM_MIN_DOCS: f64 = 100.0;
 /// When every term is common, this many of the rarest are kept.
 pub const RAREST_KEPT: usize = 2;
 /// Candidates ranked by the full-text index before the task and activity filters apply.
-const RELATED_CANDIDATES: usize = 64;
+pub const RELATED_CANDIDATES: usize = 64;
+
+/// The terms [`related`] ranks by, given each term's document frequency and the number of
+/// lessons `total`: those in at most [`COMMON_TERM_FRACTION`] of `total` (or at most
+/// [`COMMON_TERM_MIN_DOCS`] lessons), in the order given; when none is, the [`RAREST_KEPT`]
+/// rarest (ties in the order given). Shared by both backends.
+pub(crate) fn ranked_terms<T: Copy>(mut with_df: Vec<(T, i64)>, total: i64) -> Vec<T> {
+    let cutoff = (total as f64 * COMMON_TERM_FRACTION).max(COMMON_TERM_MIN_DOCS);
+    let kept: Vec<T> = with_df
+        .iter()
+        .filter(|(_, df)| (*df as f64) <= cutoff)
+        .map(|(t, _)| *t)
+        .collect();
+    if !kept.is_empty() {
+        return kept;
+    }
+    with_df.sort_by_key(|(_, df)| *df);
+    with_df.iter().take(RAREST_KEPT).map(|(t, _)| *t).collect()
+}
 
 /// Up to `limit` active lessons of tasks other than `key`'s whose search terms share a term
 /// with `terms`, best first by FTS5 bm25 (ties: oldest first). Returns each lesson with its
@@ -611,16 +643,7 @@ pub fn related(
             .unwrap_or(0);
         with_df.push((t, df));
     }
-    let cutoff = (total as f64 * COMMON_TERM_FRACTION).max(COMMON_TERM_MIN_DOCS);
-    let mut kept: Vec<&String> = with_df
-        .iter()
-        .filter(|(_, df)| (*df as f64) <= cutoff)
-        .map(|(t, _)| *t)
-        .collect();
-    if kept.is_empty() {
-        with_df.sort_by_key(|(_, df)| *df);
-        kept = with_df.iter().take(RAREST_KEPT).map(|(t, _)| *t).collect();
-    }
+    let kept = ranked_terms(with_df, total);
     // Each term becomes an FTS5 string ("…" with inner quotes doubled), so no term can inject
     // query syntax; terms are OR-ed.
     let query = kept
@@ -651,6 +674,7 @@ mod tests {
     use super::*;
     use crate::service::lessons::text::word_tokens;
     use crate::service::lessons::{normalise_strategy, search_terms};
+    use crate::store::pg::testing::both_backends;
     use crate::store::{DbPath, Store};
 
     fn new_lesson(task: &str, strategy: &str, rca: &str) -> NewLesson {
@@ -675,23 +699,36 @@ mod tests {
         "Straße ΟΔΥΣΣΕΥΣ ﬁle",
     ];
 
-    #[test]
-    fn stored_token_spans_give_the_tokens_of_the_strategy() {
-        let store = Store::open(&DbPath::Memory).unwrap();
+    fn stored_token_spans_give_the_tokens_of_the_strategy(store: &Store) {
+        // PostgreSQL text cannot hold U+0000 (`pg::lessons` tests that it is refused).
+        let tricky: Vec<&str> = TRICKY
+            .iter()
+            .filter(|s| !(store.is_postgres() && s.contains('\0')))
+            .copied()
+            .collect();
         store
             .write(|db| -> Result<(), StoreError> {
-                for (n, s) in TRICKY.iter().enumerate() {
+                for (n, s) in tricky.iter().enumerate() {
                     add(db, "t", s, "why", n as u128 + 1);
                 }
                 let stored = active_strategies(db, &TaskKey::of("t"))?;
-                assert_eq!(stored.len(), TRICKY.len());
-                for (c, s) in stored.iter().zip(TRICKY) {
+                assert_eq!(stored.len(), tricky.len());
+                for (c, s) in stored.iter().zip(&tricky) {
                     let normalised = normalise_strategy(s);
                     assert_eq!(c.tokens()?, word_tokens(&normalised), "{s:?}");
                 }
                 Ok(())
             })
             .unwrap();
+    }
+    both_backends!(
+        stored_token_spans_give_the_tokens_of_the_strategy,
+        spans_give_tokens_on_sqlite,
+        spans_give_tokens_on_postgres
+    );
+
+    #[test]
+    fn spans_that_do_not_fit_the_strategy_are_refused() {
         assert!(matches!(
             tokens_from_spans("abc", &[0, 0, 0, 0, 9, 0, 0, 0]),
             Err(StoreError::Corrupt(_))
@@ -901,9 +938,7 @@ mod tests {
             .unwrap();
     }
 
-    #[test]
-    fn insert_round_trips_and_duplicates_return_the_existing_lesson() {
-        let store = Store::open(&DbPath::Memory).unwrap();
+    fn insert_round_trips_and_duplicates_return_the_existing_lesson(store: &Store) {
         store
             .write(|db| -> Result<(), StoreError> {
                 let Inserted::New(first) = add(db, "t", "Use the Cache", "why", 1) else {
@@ -935,10 +970,13 @@ mod tests {
             })
             .unwrap();
     }
+    both_backends!(
+        insert_round_trips_and_duplicates_return_the_existing_lesson,
+        insert_round_trips_on_sqlite,
+        insert_round_trips_on_postgres
+    );
 
-    #[test]
-    fn related_skips_stop_words_and_other_filters() {
-        let store = Store::open(&DbPath::Memory).unwrap();
+    fn related_skips_stop_words_and_other_filters(store: &Store) {
         store
             .write(|db| -> Result<(), StoreError> {
                 // 150 lessons share "the" and "cache" (common: in more than 100 lessons).
@@ -977,10 +1015,13 @@ mod tests {
             })
             .unwrap();
     }
+    both_backends!(
+        related_skips_stop_words_and_other_filters,
+        related_skips_stop_words_on_sqlite,
+        related_skips_stop_words_on_postgres
+    );
 
-    #[test]
-    fn atomically_undoes_a_failed_operation_only() {
-        let store = Store::open(&DbPath::Memory).unwrap();
+    fn atomically_undoes_a_failed_operation_only(store: &Store) {
         store
             .write(|db| -> Result<(), StoreError> {
                 let r: Result<(), StoreError> = atomically(db, || {
@@ -1001,4 +1042,9 @@ mod tests {
             })
             .unwrap();
     }
+    both_backends!(
+        atomically_undoes_a_failed_operation_only,
+        atomically_undoes_on_sqlite,
+        atomically_undoes_on_postgres
+    );
 }

@@ -1,37 +1,106 @@
 //! PostgreSQL twin of `store/directives.rs`.
-#![allow(unused_imports, unused_variables)]
-use super::Pg;
+
+use postgres::Row;
+
+use super::{Pg, get};
 use crate::service::lessons::TaskKey;
-use crate::store::directives::*;
-use crate::store::{Db, StoreError, from_us, to_us};
-use chrono::{DateTime, Utc};
-use uuid::Uuid;
+use crate::store::directives::{Directive, RawDirective, directive_from_raw, task_key};
+use crate::store::{StoreError, count, to_us};
 
 /// PostgreSQL twin of [`crate::store::directives::insert`].
 ///
 /// # Errors
-/// As the SQLite function.
+/// [`StoreError::Postgres`] (an id already present among them) or
+/// [`StoreError::ConnectionLost`].
 pub fn insert(pg: &Pg, d: &Directive) -> Result<(), StoreError> {
-    Err(super::unported("directives::insert"))
+    pg.execute(
+        "INSERT INTO directive_history (id, task_id, intervention_type, description, actor,
+                                        created_us, task_key)
+         VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        &[
+            &d.id.to_string(),
+            &d.task_id,
+            &d.intervention_type.as_str(),
+            &d.description,
+            &d.actor,
+            &to_us(d.created_at),
+            &task_key(d),
+        ],
+    )?;
+    Ok(())
 }
 
 /// PostgreSQL twin of [`crate::store::directives::import`].
 ///
 /// # Errors
-/// As the SQLite function.
+/// As [`insert`].
 pub fn import(pg: &Pg, d: &Directive) -> Result<bool, StoreError> {
-    Err(super::unported("directives::import"))
+    let present: bool = get(
+        &pg.query_one(
+            "SELECT EXISTS (SELECT 1 FROM directive_history WHERE id = $1)",
+            &[&d.id.to_string()],
+        )?,
+        0,
+    )?;
+    if present {
+        return Ok(false);
+    }
+    insert(pg, d)?;
+    Ok(true)
 }
 
-/// PostgreSQL twin of [`crate::store::directives::list`].
+fn raw(r: &Row) -> Result<RawDirective, StoreError> {
+    Ok((
+        get(r, 0)?,
+        get(r, 1)?,
+        get(r, 2)?,
+        get(r, 3)?,
+        get(r, 4)?,
+        get(r, 5)?,
+    ))
+}
+
+/// PostgreSQL twin of [`crate::store::directives::list`]: newest first, ties latest inserted
+/// first (`seq` grows in commit order: every write holds the write lock).
 ///
 /// # Errors
-/// As the SQLite function.
+/// As [`insert`], or [`StoreError::Corrupt`] for an unreadable row.
 pub fn list(
     pg: &Pg,
     key: Option<&TaskKey>,
     limit: usize,
     offset: usize,
 ) -> Result<(Vec<Directive>, usize), StoreError> {
-    Err(super::unported("directives::list"))
+    let limit = limit.min(i64::MAX as usize) as i64;
+    let offset = offset.min(i64::MAX as usize) as i64;
+    // One statement per filter, so that the (task_key, created_us) index serves a task's.
+    let (total, rows) = match key {
+        Some(k) => (
+            pg.query_one(
+                "SELECT count(*) FROM directive_history WHERE task_key = $1",
+                &[&k.as_str()],
+            )?,
+            pg.query(
+                "SELECT id, task_id, intervention_type, description, actor, created_us
+                 FROM directive_history WHERE task_key = $1
+                 ORDER BY created_us DESC, seq DESC LIMIT $2 OFFSET $3",
+                &[&k.as_str(), &limit, &offset],
+            )?,
+        ),
+        None => (
+            pg.query_one("SELECT count(*) FROM directive_history", &[])?,
+            pg.query(
+                "SELECT id, task_id, intervention_type, description, actor, created_us
+                 FROM directive_history
+                 ORDER BY created_us DESC, seq DESC LIMIT $1 OFFSET $2",
+                &[&limit, &offset],
+            )?,
+        ),
+    };
+    let total: usize = count("directive count", get(&total, 0)?)?;
+    let out = rows
+        .iter()
+        .map(|r| directive_from_raw(raw(r)?))
+        .collect::<Result<_, _>>()?;
+    Ok((out, total))
 }

@@ -29,6 +29,8 @@ pub mod lesson_vectors;
 pub mod lessons;
 pub mod meta;
 mod target;
+#[cfg(test)]
+pub(crate) mod testing;
 pub mod vertices;
 
 use std::cell::RefCell;
@@ -581,9 +583,4 @@ pub fn bump(pg: &Pg, family: Family) -> Result<i64, StoreError> {
         &[&family_key(family)],
     )?;
     get(&row, 0)
-}
-
-/// TEMPORARY while the families are ported: removed before this lands.
-pub(crate) fn unported(what: &str) -> StoreError {
-    StoreError::Postgres(format!("{what} is not ported to PostgreSQL yet"))
 }
