@@ -327,6 +327,10 @@ pub(crate) const LOAD_OBSERVATIONS: &str =
     "SELECT ts_us, embedder_id, confidence, correct, domain, threshold_name, threshold_used
      FROM atc_observations ORDER BY seq";
 
+/// An `atc_observations` row as read: time, embedder, confidence, correct, domain, threshold
+/// name, threshold used.
+pub(crate) type RawObservation = (i64, i64, f64, bool, String, Option<String>, Option<f64>);
+
 /// The ATC tables as read by [`load`] (each field the rows of one `LOAD_*` query).
 pub(crate) struct LoadedRows {
     pub thresholds: Vec<(String, String, f64)>,
@@ -335,7 +339,7 @@ pub(crate) struct LoadedRows {
     pub domains: Vec<(String, Option<f64>, Option<i64>)>,
     pub threshold_drift: Vec<(String, String, f64, f64, f64, i64)>,
     pub gap_drift: Vec<(i64, f64, f64, f64, i64)>,
-    pub observations: Vec<(i64, i64, f64, bool, String, Option<String>, Option<f64>)>,
+    pub observations: Vec<RawObservation>,
 }
 
 /// The ATC state from its rows; defaults for whatever is missing.

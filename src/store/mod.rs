@@ -1,7 +1,7 @@
 //! The store: the only module that imports a database client or holds SQL.
 //!
 //! One interface, two backends. [`Store`] opens either an SQLite file (the default: one
-//! machine, see [`sqlite`]) or a PostgreSQL database (a team's shared memory, see [`pg`]);
+//! machine, see `store/sqlite.rs`) or a PostgreSQL database (a team's shared memory, see [`pg`]);
 //! the family modules ([`meta`], [`atc`], [`lessons`], …) are the interface: each public
 //! function takes a [`Db`] and holds the SQLite SQL itself, handing a PostgreSQL [`Db`] to
 //! its twin in `pg/`, the only place with PostgreSQL SQL. Functions written in terms of other
@@ -102,7 +102,7 @@ pub enum DbPath {
     /// A database file.
     File(PathBuf),
     /// A PostgreSQL database (`--db postgres://…` or `postgresql://…`).
-    Postgres(pg::Target),
+    Postgres(Box<pg::Target>),
 }
 
 impl DbPath {
@@ -115,7 +115,7 @@ impl DbPath {
         if s == ":memory:" {
             Ok(DbPath::Memory)
         } else if pg::Target::is_url(s) {
-            Ok(DbPath::Postgres(pg::Target::parse(s)?))
+            Ok(DbPath::Postgres(Box::new(pg::Target::parse(s)?)))
         } else {
             Ok(DbPath::File(PathBuf::from(s)))
         }
@@ -430,7 +430,7 @@ pub struct Store {
 
 enum StoreBackend {
     Sqlite(sqlite::SqliteStore),
-    Postgres(pg::PgStore),
+    Postgres(Box<pg::PgStore>),
 }
 
 fn family_key(f: Family) -> &'static str {
@@ -520,8 +520,17 @@ pub fn is_stale(db: &Db<'_>, svc: &MetaLearningService) -> Result<bool, StoreErr
 
 impl Store {
     /// Open (creating if needed) the database `path` names and migrate it to the schema this
-    /// binary writes: an SQLite file (see [`sqlite::SqliteStore::open`] for what is checked
-    /// before anything is written) or a PostgreSQL database (see [`pg::PgStore::open`]).
+    /// binary writes: an SQLite file or a PostgreSQL database (see [`pg::PgStore::open`]).
+    ///
+    /// An SQLite file is not written before it has been accepted: it must be empty, or ours
+    /// ([`APPLICATION_ID`], or an unmarked file of ours from before it, which is then marked),
+    /// not newer than this binary, and pass `PRAGMA quick_check` (files above
+    /// [`INLINE_CHECK_MAX_BYTES`] that need no schema change are checked in the background, and
+    /// writes wait for that check). A refused file is left byte-identical, without a `-wal` or
+    /// `-shm` that was not there before. The path is a file path, never an SQLite URI; symbolic
+    /// links are resolved first, and a new file is created with mode 0600 (a new directory with
+    /// 0700) where the link points. WAL journal, `synchronous=NORMAL`, [`BUSY_TIMEOUT`],
+    /// foreign keys on.
     ///
     /// # Errors
     /// SQLite: [`StoreError::NotAFile`], [`StoreError::Uri`], [`StoreError::NotADatabase`],
@@ -539,7 +548,9 @@ impl Store {
     /// As [`Store::open`].
     pub fn open_with(path: &DbPath, options: &OpenOptions) -> Result<Store, StoreError> {
         let backend = match path {
-            DbPath::Postgres(target) => StoreBackend::Postgres(pg::PgStore::open(target)?),
+            DbPath::Postgres(target) => {
+                StoreBackend::Postgres(Box::new(pg::PgStore::open(target)?))
+            }
             _ => StoreBackend::Sqlite(sqlite::SqliteStore::open_with(path, options)?),
         };
         Ok(Store {

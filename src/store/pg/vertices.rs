@@ -60,7 +60,7 @@ pub fn load_normalizer(pg: &Pg) -> Result<SurpriseNormalizer, StoreError> {
     SurpriseNormalizer::from_counts(counts).map_err(|e| StoreError::Corrupt(e.to_string()))
 }
 
-/// [`crate::store::vertices::save_normalizer`] on PostgreSQL.
+/// `store::vertices::save_normalizer` on PostgreSQL.
 ///
 /// # Errors
 /// [`StoreError`] on failure.

@@ -70,6 +70,9 @@ pub fn parse<T: DeserializeOwned + Validate>(arguments: &Value) -> Result<T, Too
     if has_null_member(arguments) {
         reject_nulls(arguments, &mut Vec::new())?;
     }
+    if has_nul_char(arguments) {
+        reject_nul_chars(arguments, &mut Vec::new())?;
+    }
     let input: T = match T::deserialize(arguments) {
         Ok(input) => input,
         Err(_) => {
@@ -372,6 +375,48 @@ pub fn has_null_member(v: &Value) -> bool {
             .iter()
             .any(|x| (x.is_object() || x.is_array()) && has_null_member(x)),
         _ => false,
+    }
+}
+
+/// Whether any string in `v` holds the NUL character (U+0000). No text field may: it means
+/// nothing in a strategy, a rationale or a name, and PostgreSQL's text cannot store it, so it
+/// is refused on every backend alike.
+fn has_nul_char(v: &Value) -> bool {
+    match v {
+        Value::String(s) => s.contains('\0'),
+        Value::Object(m) => m.values().any(has_nul_char),
+        Value::Array(a) => a.iter().any(|x| !x.is_number() && has_nul_char(x)),
+        _ => false,
+    }
+}
+
+/// Refuse a string holding U+0000 anywhere in the arguments, naming where.
+fn reject_nul_chars(v: &Value, path: &mut Vec<String>) -> Result<(), ToolError> {
+    match v {
+        Value::String(s) if s.contains('\0') => Err(ToolError::invalid(format!(
+            "field '{}' contains the NUL character (U+0000), which no text field may hold; \
+             remove it",
+            path.join(".")
+        ))),
+        Value::Object(obj) => {
+            for (k, x) in obj {
+                path.push(k.clone());
+                reject_nul_chars(x, path)?;
+                path.pop();
+            }
+            Ok(())
+        }
+        Value::Array(a) => {
+            for (i, x) in a.iter().enumerate() {
+                let last = path.pop().unwrap_or_default();
+                path.push(format!("{last}[{i}]"));
+                reject_nul_chars(x, path)?;
+                path.pop();
+                path.push(last);
+            }
+            Ok(())
+        }
+        _ => Ok(()),
     }
 }
 

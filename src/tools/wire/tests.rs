@@ -226,3 +226,22 @@ fn the_schema_and_the_parser_agree_on_edge_values() {
         }
     }
 }
+
+#[test]
+fn a_nul_character_in_any_text_is_refused_naming_the_field() {
+    assert_eq!(
+        err(json!({"p": 0, "name": "a\u{0}b"})),
+        "field 'name' contains the NUL character (U+0000), which no text field may hold; \
+         remove it"
+    );
+    let e = parse::<Sample>(&json!({"p": 0, "items": [{"id": "x\u{0}"}]})).unwrap_err();
+    assert_eq!(
+        e,
+        ToolError::invalid(
+            "field 'items[0].id' contains the NUL character (U+0000), which no text field may \
+             hold; remove it"
+        )
+    );
+    // Other control characters are text like any other.
+    assert!(parse::<Sample>(&json!({"p": 0, "name": "a\u{1}b"})).is_ok());
+}
