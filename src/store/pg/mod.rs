@@ -75,6 +75,8 @@ pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 /// through [`Db`]. Statements are prepared once per session and kept.
 pub struct Pg {
     client: RefCell<Client>,
+    /// Set when the server ended the session (a FATAL message) before the socket closed.
+    ended: std::cell::Cell<bool>,
     statements: RefCell<HashMap<&'static str, Statement>>,
     shown: String,
 }
@@ -86,6 +88,7 @@ impl Pg {
     fn new(client: Client, shown: String) -> Self {
         Pg {
             client: RefCell::new(client),
+            ended: std::cell::Cell::new(false),
             statements: RefCell::new(HashMap::new()),
             shown,
         }
@@ -94,7 +97,15 @@ impl Pg {
     /// The store error of a client-library error: [`StoreError::ConnectionLost`] when the
     /// connection is gone, else [`StoreError::Postgres`].
     pub(crate) fn error(&self, e: &postgres::Error) -> StoreError {
-        if e.is_closed() || self.client.borrow().is_closed() {
+        // A FATAL or PANIC message from the server ends the session, before the client
+        // library has noticed the socket closing.
+        let fatal = e
+            .as_db_error()
+            .is_some_and(|d| matches!(d.severity(), "FATAL" | "PANIC"));
+        if fatal {
+            self.ended.set(true);
+        }
+        if fatal || e.is_closed() || self.is_closed() {
             StoreError::ConnectionLost {
                 target: self.shown.clone(),
                 reason: target::describe(e),
@@ -180,7 +191,7 @@ impl Pg {
     }
 
     fn is_closed(&self) -> bool {
-        self.client.borrow().is_closed()
+        self.ended.get() || self.client.borrow().is_closed()
     }
 }
 
