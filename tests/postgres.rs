@@ -1,8 +1,8 @@
 //! What only the PostgreSQL backend has, on a real PostgreSQL (tests/common/pg.rs): bad URLs
 //! and unreachable servers at start-up, the password kept out of every output, a database that
 //! is not ours or is newer left untouched, moving a machine's SQLite memory into the team's
-//! database, four servers killed at random losing nothing answered, and the loss of the
-//! connection while serving.
+//! database, four servers killed at random losing nothing answered, the loss of the
+//! connection while serving, and TLS as `sslmode` asks.
 
 mod common;
 
@@ -26,6 +26,7 @@ common::postgres_only!(
     export_from_sqlite_then_import_into_postgres_moves_the_memory,
     four_servers_killed_at_random_lose_nothing_answered,
     a_lost_connection_fails_the_call_clearly_and_the_server_reconnects,
+    tls_is_used_and_verified_as_sslmode_asks,
 );
 
 /// The binary run with `--db db ARGS…` and `stdin`, to its end.
@@ -431,5 +432,150 @@ fn a_lost_connection_fails_the_call_clearly_and_the_server_reconnects() {
     assert!(
         stored >= ok && stored <= ok + failed,
         "{ok} answered, {failed} failed, {stored} stored"
+    );
+}
+
+/// `openssl` with `args` in `dir`.
+fn openssl(dir: &std::path::Path, args: &[&str]) {
+    let out = std::process::Command::new("openssl")
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("openssl runs (the postgresql package depends on it through ssl-cert)");
+    assert!(
+        out.status.success(),
+        "openssl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A test CA and a server certificate it signed for `localhost` and 127.0.0.1, in a folder the
+/// cluster's owner can read: `ca.crt`, `server.crt`, `server.key`.
+fn certificates() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let d = dir.path();
+    openssl(
+        d,
+        &[
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=meta-utl-mcp test CA",
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.crt",
+        ],
+    );
+    openssl(
+        d,
+        &[
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-subj",
+            "/CN=localhost",
+            "-keyout",
+            "server.key",
+            "-out",
+            "server.csr",
+        ],
+    );
+    std::fs::write(
+        d.join("ext.cnf"),
+        "subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\n",
+    )
+    .unwrap();
+    openssl(
+        d,
+        &[
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-days",
+            "2",
+            "-extfile",
+            "ext.cnf",
+            "-out",
+            "server.crt",
+        ],
+    );
+    // PostgreSQL reads the key as its own user (postgres, when the tests run as root) and
+    // refuses one others can read.
+    use std::os::unix::fs::PermissionsExt;
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    if unsafe { libc::geteuid() } == 0 {
+        let chown = std::process::Command::new("chown")
+            .arg("-R")
+            .arg("postgres:")
+            .arg(d)
+            .status()
+            .expect("chown");
+        assert!(chown.success(), "chown postgres {}", d.display());
+    }
+    std::fs::set_permissions(d.join("server.key"), std::fs::Permissions::from_mode(0o600)).unwrap();
+    std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755)).unwrap();
+    dir
+}
+
+/// Whether each session of a meta-utl-mcp server uses TLS, as the cluster sees it.
+fn uses_tls(base: &str) -> Vec<bool> {
+    let mut c = common::pg::connect(base, "postgres").expect("connect");
+    c.query(
+        "SELECT s.ssl FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid)
+         WHERE a.application_name = 'meta-utl-mcp'",
+        &[],
+    )
+    .expect("pg_stat_ssl")
+    .iter()
+    .map(|r| r.get(0))
+    .collect()
+}
+
+fn tls_is_used_and_verified_as_sslmode_asks() {
+    let certs = certificates();
+    let d = certs.path();
+    let cluster = common::pg::own_cluster(&[
+        "ssl=on".into(),
+        format!("ssl_cert_file={}", d.join("server.crt").display()),
+        format!("ssl_key_file={}", d.join("server.key").display()),
+    ])
+    .expect("the TLS cluster starts")
+    .expect("PostgreSQL is installed (checked by the shared cluster)");
+    let port = cluster.base().rsplit(':').next().unwrap().to_string();
+    let url = |query: &str| format!("postgres://postgres@localhost:{port}/postgres?{query}");
+    let ca = d.join("ca.crt").display().to_string();
+    for (query, tls) in [
+        ("sslmode=disable".to_string(), false),
+        ("sslmode=require".to_string(), true),
+        ("sslmode=prefer".to_string(), true),
+        (format!("sslmode=verify-full&sslrootcert={ca}"), true),
+    ] {
+        let mut s = Server::start_at(&url(&query), &[]);
+        s.tool_ok("get_meta_learning_status", json!({}));
+        assert_eq!(uses_tls(cluster.base()), [tls], "{query}");
+        let (status, _, stderr) = s.finish();
+        assert!(status.success(), "{query}: {stderr}");
+    }
+    // Verification refuses a certificate no trusted root signed: exit 2, naming the reason.
+    let out = run(&url("sslmode=verify-full"), &[], b"");
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("certificate"), "{stderr}");
+    assert!(
+        stderr.contains(&format!("localhost:{port}/postgres")),
+        "{stderr}"
     );
 }

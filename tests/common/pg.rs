@@ -32,7 +32,7 @@ pub const REQUIRE_ENV: &str = "META_UTL_REQUIRE_POSTGRES";
 const START_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The server the tests of this process use.
-struct Cluster {
+pub struct Cluster {
     /// `postgres://USER@HOST:PORT`, without a database.
     base: String,
     /// The wrapper's stdin: closing it (at process exit) stops the cluster.
@@ -53,7 +53,7 @@ fn cluster() -> &'static Result<Option<Cluster>, String> {
         }
         match binaries() {
             None => Ok(None),
-            Some(bin) => start(&bin).map(Some),
+            Some(bin) => start(&bin, &[]).map(Some),
         }
     })
 }
@@ -141,9 +141,29 @@ fn as_cluster_owner(program: &str) -> Command {
     }
 }
 
+/// A cluster of its own (not the shared one) started with the extra server settings `settings`
+/// (`name=value`, each passed as `-c`), stopped when the value is dropped; `None` when
+/// PostgreSQL is not installed.
+///
+/// # Errors
+/// When it does not start, with its log.
+pub fn own_cluster(settings: &[String]) -> Result<Option<Cluster>, String> {
+    match binaries() {
+        None => Ok(None),
+        Some(bin) => start(&bin, settings).map(Some),
+    }
+}
+
+impl Cluster {
+    /// `postgres://USER@HOST:PORT`, without a database.
+    pub fn base(&self) -> &str {
+        &self.base
+    }
+}
+
 /// `initdb`, then `postgres` under the stop-at-exit wrapper; returns once it accepts
 /// connections.
-fn start(bin: &Path) -> Result<Cluster, String> {
+fn start(bin: &Path, settings: &[String]) -> Result<Cluster, String> {
     // Not a TempDir: the wrapper removes it after postgres stopped, which is after we exited.
     let dir = tempfile::Builder::new()
         .prefix("meta-utl-pg-")
@@ -177,7 +197,7 @@ fn start(bin: &Path) -> Result<Cluster, String> {
     let mut last = String::new();
     // A port found free may be taken before postgres binds it: try another.
     for _ in 0..3 {
-        match run(bin, &dir, &data, free_port()) {
+        match run(bin, &dir, &data, free_port(), settings) {
             Ok(c) => return Ok(c),
             Err(e) => last = e,
         }
@@ -186,17 +206,25 @@ fn start(bin: &Path) -> Result<Cluster, String> {
     Err(last)
 }
 
-fn run(bin: &Path, dir: &Path, data: &Path, port: u16) -> Result<Cluster, String> {
+fn run(
+    bin: &Path,
+    dir: &Path,
+    data: &Path,
+    port: u16,
+    settings: &[String],
+) -> Result<Cluster, String> {
     // Durability against our own server's kill -9 needs only that PostgreSQL keeps running;
     // fsync off spares the shared disk, as nothing here survives the test process.
     let script = r#"
-        "$1" -D "$2" -p "$3" -k "$4" -c listen_addresses=127.0.0.1 -c fsync=off \
-            -c max_connections=300 -c shared_buffers=32MB </dev/null >>"$4/log" 2>&1 &
+        bin="$1" data="$2" port="$3" dir="$4"
+        shift 4
+        "$bin" -D "$data" -p "$port" -k "$dir" -c listen_addresses=127.0.0.1 -c fsync=off \
+            -c max_connections=300 -c shared_buffers=32MB "$@" </dev/null >>"$dir/log" 2>&1 &
         pid=$!
         cat >/dev/null
         kill -INT "$pid"
         wait "$pid"
-        rm -rf "$4"
+        rm -rf "$dir"
     "#;
     let mut wrapper = as_cluster_owner("sh")
         .args(["-c", script, "pg-test-cluster"])
@@ -204,6 +232,7 @@ fn run(bin: &Path, dir: &Path, data: &Path, port: u16) -> Result<Cluster, String
         .arg(data)
         .arg(port.to_string())
         .arg(dir)
+        .args(settings.iter().flat_map(|v| ["-c".to_string(), v.clone()]))
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
