@@ -1,9 +1,7 @@
 //! PostgreSQL twin of `store/atc.rs`: calibration observations (a window per embedder) and
 //! the rest of the ATC state, as the same rows the SQLite module writes and checks.
 
-use postgres::Row;
-
-use super::{Pg, get};
+use super::{Columns, Pg, columns};
 use crate::service::atc::state::{AtcState, Observation, WINDOW_CAPACITY};
 use crate::service::atc::thresholds::ThresholdName;
 use crate::service::vocab::NUM_EMBEDDERS;
@@ -123,12 +121,8 @@ pub fn save(pg: &Pg, s: &AtcState) -> Result<(), StoreError> {
     Ok(())
 }
 
-fn all<T>(
-    pg: &Pg,
-    sql: &'static str,
-    f: impl Fn(&Row) -> Result<T, StoreError>,
-) -> Result<Vec<T>, StoreError> {
-    pg.query(sql, &[])?.iter().map(f).collect()
+fn all<T: Columns>(pg: &Pg, sql: &'static str) -> Result<Vec<T>, StoreError> {
+    pg.query(sql, &[])?.iter().map(columns).collect()
 }
 
 /// [`crate::store::atc::load`] on PostgreSQL.
@@ -138,39 +132,12 @@ fn all<T>(
 /// invariants.
 pub fn load(pg: &Pg) -> Result<AtcState, StoreError> {
     state_from_rows(LoadedRows {
-        thresholds: all(pg, LOAD_THRESHOLDS, |r| {
-            Ok((get(r, 0)?, get(r, 1)?, get(r, 2)?))
-        })?,
-        temperatures: all(pg, LOAD_TEMPERATURES, |r| Ok((get(r, 0)?, get(r, 1)?)))?,
-        arms: all(pg, LOAD_ARMS, |r| {
-            Ok((get(r, 0)?, get(r, 1)?, get(r, 2)?, get(r, 3)?, get(r, 4)?))
-        })?,
-        domains: all(pg, LOAD_DOMAINS, |r| {
-            Ok((get(r, 0)?, get(r, 1)?, get(r, 2)?))
-        })?,
-        threshold_drift: all(pg, LOAD_THRESHOLD_DRIFT, |r| {
-            Ok((
-                get(r, 0)?,
-                get(r, 1)?,
-                get(r, 2)?,
-                get(r, 3)?,
-                get(r, 4)?,
-                get(r, 5)?,
-            ))
-        })?,
-        gap_drift: all(pg, LOAD_GAP_DRIFT, |r| {
-            Ok((get(r, 0)?, get(r, 1)?, get(r, 2)?, get(r, 3)?, get(r, 4)?))
-        })?,
-        observations: all(pg, LOAD_OBSERVATIONS, |r| {
-            Ok((
-                get(r, 0)?,
-                get(r, 1)?,
-                get(r, 2)?,
-                get(r, 3)?,
-                get(r, 4)?,
-                get(r, 5)?,
-                get(r, 6)?,
-            ))
-        })?,
+        thresholds: all(pg, LOAD_THRESHOLDS)?,
+        temperatures: all(pg, LOAD_TEMPERATURES)?,
+        arms: all(pg, LOAD_ARMS)?,
+        domains: all(pg, LOAD_DOMAINS)?,
+        threshold_drift: all(pg, LOAD_THRESHOLD_DRIFT)?,
+        gap_drift: all(pg, LOAD_GAP_DRIFT)?,
+        observations: all(pg, LOAD_OBSERVATIONS)?,
     })
 }

@@ -1,6 +1,6 @@
 //! PostgreSQL twin of `store/beliefs.rs`.
 
-use super::{Pg, get};
+use super::{Pg, columns, get};
 use crate::service::epistemic::{
     Belief, BeliefEvent, BeliefStatus, UncertaintyType, WorkspaceSummary, binary_entropy,
 };
@@ -45,19 +45,7 @@ pub fn find(pg: &Pg, normalised_target: &str) -> Result<Option<Belief>, StoreErr
     )?;
     let history = rows
         .iter()
-        .map(|r| {
-            let raw: RawEvent = (
-                get(r, 0)?,
-                get(r, 1)?,
-                get(r, 2)?,
-                get(r, 3)?,
-                get(r, 4)?,
-                get(r, 5)?,
-                get(r, 6)?,
-                get(r, 7)?,
-            );
-            event_from_raw(raw)
-        })
+        .map(|r| event_from_raw(columns::<RawEvent>(r)?))
         .collect::<Result<_, _>>()?;
     belief_from_raw(raw, history).map(Some)
 }

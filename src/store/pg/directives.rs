@@ -1,8 +1,6 @@
 //! PostgreSQL twin of `store/directives.rs`.
 
-use postgres::Row;
-
-use super::{Pg, get};
+use super::{Pg, columns, get};
 use crate::service::lessons::TaskKey;
 use crate::store::directives::{Directive, RawDirective, directive_from_raw, task_key};
 use crate::store::{StoreError, count, to_us};
@@ -49,17 +47,6 @@ pub fn import(pg: &Pg, d: &Directive) -> Result<bool, StoreError> {
     Ok(true)
 }
 
-fn raw(r: &Row) -> Result<RawDirective, StoreError> {
-    Ok((
-        get(r, 0)?,
-        get(r, 1)?,
-        get(r, 2)?,
-        get(r, 3)?,
-        get(r, 4)?,
-        get(r, 5)?,
-    ))
-}
-
 /// PostgreSQL twin of [`crate::store::directives::list`]: newest first, ties latest inserted
 /// first (`seq` grows in commit order: every write holds the write lock).
 ///
@@ -100,7 +87,7 @@ pub fn list(
     let total: usize = count("directive count", get(&total, 0)?)?;
     let out = rows
         .iter()
-        .map(|r| directive_from_raw(raw(r)?))
+        .map(|r| directive_from_raw(columns::<RawDirective>(r)?))
         .collect::<Result<_, _>>()?;
     Ok((out, total))
 }

@@ -66,7 +66,7 @@ pub fn without_vector(
          WHERE embedding_model IS NULL OR embedding_model <> $1 ORDER BY seq LIMIT $2",
         &[&model, &(limit.min(i64::MAX as usize) as i64)],
     )?;
-    rows.iter().map(|r| Ok((get(r, 0)?, get(r, 1)?))).collect()
+    rows.iter().map(super::columns).collect()
 }
 
 /// PostgreSQL twin of [`crate::store::lesson_vectors::vector`].

@@ -41,22 +41,9 @@ fn quote(term: &str) -> String {
     format!("'{}'", term.replace('\\', "\\\\").replace('\'', "''"))
 }
 
-fn raw(row: &Row) -> Result<RawLesson, StoreError> {
-    Ok((
-        super::get(row, 0)?,
-        super::get(row, 1)?,
-        super::get(row, 2)?,
-        super::get(row, 3)?,
-        super::get(row, 4)?,
-        super::get(row, 5)?,
-        super::get(row, 6)?,
-        super::get(row, 7)?,
-        super::get(row, 8)?,
-    ))
-}
-
 fn lesson(row: Option<Row>) -> Result<Option<Lesson>, StoreError> {
-    row.map(|r| lesson_from_raw(raw(&r)?)).transpose()
+    row.map(|r| lesson_from_raw(super::columns::<RawLesson>(&r)?))
+        .transpose()
 }
 
 /// PostgreSQL twin of [`crate::store::lessons::insert`]: the same checks and answers; the
@@ -216,7 +203,9 @@ pub fn list(
          ORDER BY seq",
         &[&key.map(TaskKey::as_str), &include_inactive],
     )?;
-    rows.iter().map(|r| lesson_from_raw(raw(r)?)).collect()
+    rows.iter()
+        .map(|r| lesson_from_raw(super::columns::<RawLesson>(r)?))
+        .collect()
 }
 
 /// PostgreSQL twin of [`crate::store::lessons::related`]: the same terms are dropped as
@@ -296,7 +285,12 @@ pub fn related(
         ],
     )?;
     rows.iter()
-        .map(|r| Ok((lesson_from_raw(raw(r)?)?, super::get(r, 9)?)))
+        .map(|r| {
+            Ok((
+                lesson_from_raw(super::columns::<RawLesson>(r)?)?,
+                super::get(r, 9)?,
+            ))
+        })
         .collect()
 }
 

@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use postgres::types::ToSql;
 use uuid::Uuid;
 
-use super::{Pg, get};
+use super::{Pg, columns, get};
 use crate::service::meta::{Event, MetaState, Prediction, WINDOW};
 use crate::service::vocab::Domain;
 use crate::store::meta::{
@@ -38,20 +38,11 @@ pub fn load(pg: &Pg) -> Result<MetaState, StoreError> {
     let Some(r) = row else {
         return Ok(MetaState::default());
     };
-    let scalar: RawState = (
-        get(&r, 0)?,
-        get(&r, 1)?,
-        get(&r, 2)?,
-        get(&r, 3)?,
-        get(&r, 4)?,
-        get(&r, 5)?,
-        get(&r, 6)?,
-        get(&r, 7)?,
-    );
+    let scalar: RawState = columns(&r)?;
     let windows = pg
         .query(r#"SELECT "window", vals FROM meta_windows"#, &[])?
         .iter()
-        .map(|r| Ok((get(r, 0)?, get(r, 1)?)))
+        .map(columns)
         .collect::<Result<Vec<_>, StoreError>>()?;
     state_from_rows(scalar, windows)
 }
@@ -362,18 +353,7 @@ pub fn close_prediction(
          FROM open_predictions WHERE id = $1",
         &[&id.to_string()],
     )?;
-    let raw: Option<RawOpen> = row
-        .map(|r| {
-            Ok::<_, StoreError>((
-                get(&r, 0)?,
-                get(&r, 1)?,
-                get(&r, 2)?,
-                get(&r, 3)?,
-                get(&r, 4)?,
-                get(&r, 5)?,
-            ))
-        })
-        .transpose()?;
+    let raw: Option<RawOpen> = row.as_ref().map(columns).transpose()?;
     let open = match closable(id, raw, now)? {
         Ok(open) => open,
         Err(e) => return Ok(Err(e)),

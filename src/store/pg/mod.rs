@@ -204,6 +204,43 @@ pub fn get<'a, T: postgres::types::FromSql<'a>>(row: &'a Row, i: usize) -> Resul
         .map_err(|e| StoreError::Corrupt(format!("column {i}: {}", target::describe(&e))))
 }
 
+/// A row read whole as a tuple, column `i` as the tuple's field `i` (see [`columns`]).
+pub trait Columns: Sized {
+    /// The row's columns as `Self`.
+    ///
+    /// # Errors
+    /// [`StoreError::Corrupt`] when a column does not convert.
+    fn read(row: &Row) -> Result<Self, StoreError>;
+}
+
+macro_rules! tuple_columns {
+    ($($t:ident $i:tt),+) => {
+        impl<$($t: postgres::types::FromSqlOwned),+> Columns for ($($t,)+) {
+            fn read(row: &Row) -> Result<Self, StoreError> {
+                Ok(($(get::<$t>(row, $i)?,)+))
+            }
+        }
+    };
+}
+
+tuple_columns!(A 0, B 1);
+tuple_columns!(A 0, B 1, C 2);
+tuple_columns!(A 0, B 1, C 2, D 3);
+tuple_columns!(A 0, B 1, C 2, D 3, E 4);
+tuple_columns!(A 0, B 1, C 2, D 3, E 4, F 5);
+tuple_columns!(A 0, B 1, C 2, D 3, E 4, F 5, G 6);
+tuple_columns!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
+tuple_columns!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8);
+
+/// `row` read whole as the tuple `T`: the twins decode rows into the same tuples as the SQLite
+/// functions (`RawLesson`, `RawEvent`, …) and hand them to the shared decoders.
+///
+/// # Errors
+/// [`StoreError::Corrupt`] when a column does not convert.
+pub fn columns<T: Columns>(row: &Row) -> Result<T, StoreError> {
+    T::read(row)
+}
+
 /// The session and when to try reconnecting after a failure.
 struct Session {
     pg: Option<Pg>,
