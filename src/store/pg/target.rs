@@ -150,7 +150,10 @@ impl Target {
                         ))
                     })?;
                 }
-                "sslrootcert" => root_cert = Some(PathBuf::from(percent_decode(value))),
+                "sslrootcert" => {
+                    let path = percent_encoding::percent_decode_str(value).decode_utf8_lossy();
+                    root_cert = Some(PathBuf::from(path.as_ref()));
+                }
                 k if PASSED_ON.contains(&k) => rest.push(pair),
                 k => {
                     return Err(bad(format!(
@@ -293,26 +296,6 @@ fn redact(url: &str) -> String {
         }
         None => url.to_string(),
     }
-}
-
-fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%'
-            && let Some(v) = s
-                .get(i + 1..i + 3)
-                .and_then(|h| u8::from_str_radix(h, 16).ok())
-        {
-            out.push(v);
-            i += 3;
-            continue;
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 fn host_name(config: &Config) -> String {
@@ -525,6 +508,14 @@ mod tests {
         assert_eq!(t.to_string(), "postgres://bob@localhost:5432/bob");
         assert_eq!(t.ssl, SslMode::Prefer);
         assert_eq!(t.config.get_connect_timeout(), Some(&CONNECT_TIMEOUT));
+    }
+
+    #[test]
+    fn sslrootcert_is_percent_decoded() {
+        let t = Target::parse("postgres://u@h/d?sslmode=verify-full&sslrootcert=/tmp/a%20b.crt")
+            .unwrap();
+        assert_eq!(t.ssl, SslMode::VerifyFull);
+        assert_eq!(t.root_cert.as_deref(), Some(Path::new("/tmp/a b.crt")));
     }
 
     #[test]
