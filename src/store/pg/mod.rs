@@ -400,12 +400,6 @@ impl PgStore {
             Err(e) => Err(e),
         };
         drop(guard);
-        if in_batch && pg.is_closed() {
-            *self.batch_lost.lock() = Some(format!(
-                "the connection to PostgreSQL at {} was lost",
-                self.target
-            ));
-        }
         out
     }
 
