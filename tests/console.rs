@@ -66,16 +66,6 @@ fn seeded() -> Server {
     s
 }
 
-fn blacklisted(s: &mut Server) -> bool {
-    let (task, strategy) = demo::BLOCKED;
-    s.tool_ok(
-        "check_strategy_blacklist",
-        json!({"task_id": task, "strategy": strategy}),
-    )["blacklisted"]
-        .as_bool()
-        .expect("blacklisted")
-}
-
 /// The id of the demo lesson whose strategy is [`demo::BLOCKED`].
 fn blocked_lesson_id(db: &Path) -> String {
     let lessons = json_of(db, &["lessons", "list", "--task", "task-42 ", "--json"]);
@@ -179,7 +169,7 @@ fn the_listings_show_what_the_tools_stored_while_a_server_runs() {
     assert!(text.contains("escalations ack --rationale"), "{text}");
 
     // The server kept serving throughout.
-    assert!(blacklisted(&mut s));
+    assert!(demo::blacklisted(&mut s));
 }
 
 #[test]
@@ -187,7 +177,7 @@ fn lift_unblocks_the_running_server_and_restore_blocks_it_again() {
     let mut s = seeded();
     let db = s.db.clone();
     let id = blocked_lesson_id(&db);
-    assert!(blacklisted(&mut s));
+    assert!(demo::blacklisted(&mut s));
 
     let said = ok(
         &db,
@@ -200,7 +190,10 @@ fn lift_unblocks_the_running_server_and_restore_blocks_it_again() {
         ],
     );
     assert!(said.contains("Lifted"), "{said}");
-    assert!(!blacklisted(&mut s), "the running server still blocks");
+    assert!(
+        !demo::blacklisted(&mut s),
+        "the running server still blocks"
+    );
     let latest = json_of(&db, &["directives", "--limit", "1", "--json"]);
     assert_eq!(latest[0]["intervention_type"], "OVERRIDE");
     assert_eq!(latest[0]["actor"], "tester", "--actor defaults to $USER");
@@ -230,7 +223,7 @@ fn lift_unblocks_the_running_server_and_restore_blocks_it_again() {
         ],
     );
     assert!(
-        blacklisted(&mut s),
+        demo::blacklisted(&mut s),
         "the running server does not block again"
     );
     let latest = json_of(&db, &["directives", "--limit", "1", "--json"]);
@@ -352,7 +345,7 @@ fn export_then_import_elsewhere_blocks_the_strategy_and_twice_duplicates_nothing
     assert_eq!(first["observations_added"], 1200);
     let mut there = Server::start_at(&other, &[]);
     assert!(
-        blacklisted(&mut there),
+        demo::blacklisted(&mut there),
         "the strategy is not blocked after import"
     );
 
@@ -461,7 +454,7 @@ fn backup_while_serving_gives_a_copy_that_serves_and_check_finds_damage() {
     {
         let mut from_copy = Server::start_at(&copy, &[]);
         assert!(
-            blacklisted(&mut from_copy),
+            demo::blacklisted(&mut from_copy),
             "the copy does not serve the lessons"
         );
         assert_eq!(

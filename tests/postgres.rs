@@ -6,8 +6,7 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Output, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::pg::Database;
@@ -29,35 +28,6 @@ common::postgres_only!(
     tls_is_used_and_verified_as_sslmode_asks,
 );
 
-/// The binary run with `--db db ARGS…` and `stdin`, to its end.
-fn run(db: &str, args: &[&str], stdin: &[u8]) -> Output {
-    let mut child = common::command()
-        .arg("--db")
-        .arg(db)
-        .args(args)
-        .env_remove("META_UTL_DB")
-        .env_remove("PGPASSWORD")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn meta-utl-mcp");
-    let mut pipe = child.stdin.take().expect("stdin");
-    let input = stdin.to_vec();
-    let writer = std::thread::spawn(move || {
-        let _ = pipe.write_all(&input);
-    });
-    let out = child.wait_with_output().expect("wait");
-    writer.join().unwrap();
-    out
-}
-
-fn record_line(id: usize, embedder: usize) -> String {
-    json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":"record_prediction",
-        "arguments":{"embedder_index": embedder % 13, "predicted": 0.9, "actual": 0.4}}})
-    .to_string()
-}
-
 fn interaction_count(db: &str) -> u64 {
     let mut s = Server::start_at(db, &[]);
     s.tool_ok("get_meta_learning_status", json!({}))["interaction_count"]
@@ -77,7 +47,7 @@ fn a_malformed_url_exits_2_with_a_message() {
         ),
     ] {
         let started = Instant::now();
-        let out = run(&url, &[], b"");
+        let out = common::run(&url, &[], b"");
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{url}: {stderr}");
         assert!(out.stdout.is_empty(), "{url}: nothing on stdout");
@@ -107,7 +77,7 @@ fn an_unreachable_server_exits_2_within_seconds_naming_it_without_the_password()
     let port = common::pg::free_port();
     let url = format!("postgres://someone:{PASSWORD}@127.0.0.1:{port}/teamdb");
     let started = Instant::now();
-    let out = run(&url, &[], br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#);
+    let out = common::run(&url, &[], br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#);
     let took = started.elapsed();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
@@ -156,7 +126,7 @@ fn the_password_is_never_in_stderr_or_status() {
     assert!(!stderr.contains(PASSWORD), "{stderr}");
     assert!(lines.iter().all(|l| !l.contains(PASSWORD)));
     // The console's status too.
-    let out = run(&url, &["status"], b"");
+    let out = common::run(&url, &["status"], b"");
     assert!(
         out.status.success(),
         "{}",
@@ -231,19 +201,9 @@ fn a_newer_schema_version_is_refused_untouched() {
     assert_eq!(contents(&db, "meta_utl"), before, "left untouched");
 }
 
-fn blacklisted(s: &mut Server) -> bool {
-    let (task, strategy) = demo::BLOCKED;
-    s.tool_ok(
-        "check_strategy_blacklist",
-        json!({"task_id": task, "strategy": strategy}),
-    )["blacklisted"]
-        .as_bool()
-        .expect("blacklisted")
-}
-
 /// The console's `lessons list --all --json` of `db`.
 fn lessons(db: &str) -> Value {
-    let out = run(db, &["lessons", "list", "--all", "--json"], b"");
+    let out = common::run(db, &["lessons", "list", "--all", "--json"], b"");
     assert!(
         out.status.success(),
         "{}",
@@ -256,16 +216,16 @@ fn export_from_sqlite_then_import_into_postgres_moves_the_memory() {
     let fresh = common::Backend::Sqlite.fresh();
     let mut s = Server::start_at(&fresh.target, &[]);
     demo::seed(&mut s);
-    assert!(blacklisted(&mut s));
+    assert!(demo::blacklisted(&mut s));
     let local = s.db.to_str().unwrap().to_string();
     let (status, _, stderr) = s.finish();
     assert!(status.success(), "{stderr}");
 
     // `meta-utl-mcp export --db state.db | meta-utl-mcp import - --db postgres://…`
-    let exported = run(&local, &["export"], b"");
+    let exported = common::run(&local, &["export"], b"");
     assert!(exported.status.success());
     let team = Database::create();
-    let imported = run(&team.url, &["import", "-", "--json"], &exported.stdout);
+    let imported = common::run(&team.url, &["import", "-", "--json"], &exported.stdout);
     assert!(
         imported.status.success(),
         "{}",
@@ -278,12 +238,12 @@ fn export_from_sqlite_then_import_into_postgres_moves_the_memory() {
 
     let mut s = Server::start_at(&team.url, &[]);
     assert!(
-        blacklisted(&mut s),
+        demo::blacklisted(&mut s),
         "the strategy is not blocked after import"
     );
     drop(s);
     // Twice adds nothing.
-    let again = run(&team.url, &["import", "-", "--json"], &exported.stdout);
+    let again = common::run(&team.url, &["import", "-", "--json"], &exported.stdout);
     let report: Value = serde_json::from_slice(&again.stdout).expect("JSON report");
     assert_eq!(report["lessons_added"], 0, "{report}");
     assert_eq!(report["lessons_skipped"], demo::LESSONS.len(), "{report}");
@@ -302,44 +262,6 @@ impl Rng {
     }
 }
 
-/// One server on `db` fed writes until it answered `answers`, then killed with SIGKILL;
-/// returns how many writes it answered as done.
-fn write_until_killed(db: &str, answers: u64) -> u64 {
-    let mut child = common::command()
-        .arg("--db")
-        .arg(db)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let writer = std::thread::spawn(move || {
-        for i in 0..5000 {
-            if stdin
-                .write_all((record_line(i, i) + "\n").as_bytes())
-                .is_err()
-            {
-                break;
-            }
-        }
-    });
-    let mut out = BufReader::new(child.stdout.take().unwrap());
-    let mut answered = 0;
-    let mut line = String::new();
-    while answered < answers {
-        line.clear();
-        assert!(out.read_line(&mut line).unwrap() > 0, "stdout closed early");
-        let v: Value = serde_json::from_str(&line).unwrap();
-        assert!(v["result"]["isError"] == false, "a write failed: {line}");
-        answered += 1;
-    }
-    child.kill().unwrap();
-    child.wait().unwrap();
-    let _ = writer.join();
-    answered
-}
-
 fn four_servers_killed_at_random_lose_nothing_answered() {
     let db = Database::create();
     let (status, _, stderr) = pipe(&db.url, b"");
@@ -355,7 +277,7 @@ fn four_servers_killed_at_random_lose_nothing_answered() {
             std::thread::spawn(move || {
                 let mut rng = Rng(seed.wrapping_mul(server * 2 + 1) | 1);
                 (0..3)
-                    .map(|_| write_until_killed(&url, 20 + rng.below(150)))
+                    .map(|_| common::write_until_killed(&url, 20 + rng.below(150)))
                     .sum::<u64>()
             })
         })
@@ -570,7 +492,7 @@ fn tls_is_used_and_verified_as_sslmode_asks() {
         assert!(status.success(), "{query}: {stderr}");
     }
     // Verification refuses a certificate no trusted root signed: exit 2, naming the reason.
-    let out = run(&url("sslmode=verify-full"), &[], b"");
+    let out = common::run(&url("sslmode=verify-full"), &[], b"");
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("certificate"), "{stderr}");

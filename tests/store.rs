@@ -3,17 +3,10 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
 use std::process::Stdio;
 
 use common::{Backend, Server, pipe};
 use serde_json::{Value, json};
-
-fn record_line(id: usize, embedder: usize) -> String {
-    json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":"record_prediction",
-        "arguments":{"embedder_index": embedder % 13, "predicted": 0.9, "actual": 0.4}}})
-    .to_string()
-}
 
 common::both_backends!(
     state_and_log_are_identical_after_a_restart,
@@ -63,7 +56,7 @@ fn concurrent_processes(backend: Backend, processes: usize, per_process: usize) 
             let db = db.clone();
             std::thread::spawn(move || {
                 let input: String = (0..per_process)
-                    .map(|i| record_line(i, p + i) + "\n")
+                    .map(|i| common::record_line(i, p + i) + "\n")
                     .collect();
                 pipe(&db, input.as_bytes())
             })
@@ -105,38 +98,7 @@ fn eight_processes_lose_no_update(backend: Backend) {
 fn kill_9_loses_nothing_that_was_answered(backend: Backend) {
     let fresh = backend.fresh();
     let db = fresh.target.clone();
-    let mut child = common::command()
-        .arg("--db")
-        .arg(&db)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let writer = std::thread::spawn(move || {
-        for i in 0..5000 {
-            if stdin
-                .write_all((record_line(i, i) + "\n").as_bytes())
-                .is_err()
-            {
-                break;
-            }
-        }
-    });
-    let mut out = BufReader::new(child.stdout.take().unwrap());
-    let mut answered = 0;
-    let mut line = String::new();
-    while answered < 300 {
-        line.clear();
-        assert!(out.read_line(&mut line).unwrap() > 0, "stdout closed early");
-        let v: Value = serde_json::from_str(&line).unwrap();
-        assert_eq!(v["result"]["isError"], false, "a write failed: {line}");
-        answered += 1;
-    }
-    child.kill().unwrap();
-    child.wait().unwrap();
-    let _ = writer.join();
+    let answered = common::write_until_killed(&db, 300);
     let mut s = Server::start_at(&db, &[]);
     let count = s.tool_ok("get_meta_learning_status", json!({}))["interaction_count"]
         .as_u64()
@@ -292,7 +254,7 @@ fn several_servers_creating_one_new_database_at_once_all_start(backend: Backend)
         let handles: Vec<_> = (0..6)
             .map(|p| {
                 let db = db.clone();
-                std::thread::spawn(move || pipe(&db, (record_line(p, p) + "\n").as_bytes()))
+                std::thread::spawn(move || pipe(&db, (common::record_line(p, p) + "\n").as_bytes()))
             })
             .collect();
         for h in handles {
@@ -434,7 +396,7 @@ fn the_store_is_closed_cleanly_at_eof() {
     // behind means the process exited with the store still open.
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("state.db");
-    let (status, lines, _) = pipe(&db, format!("{}\n", record_line(1, 3)).as_bytes());
+    let (status, lines, _) = pipe(&db, format!("{}\n", common::record_line(1, 3)).as_bytes());
     assert!(status.success());
     assert_eq!(lines.len(), 1);
     assert!(db.exists());

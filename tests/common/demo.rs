@@ -50,6 +50,17 @@ pub const LESSONS: [(&str, &str, &str, &str); 6] = [
 /// The strategy the export/import test expects to be blocked: the first lesson's.
 pub const BLOCKED: (&str, &str) = ("TASK-42", "Mock the database layer in integration tests");
 
+/// Whether [`BLOCKED`]'s strategy is blacklisted for its task, as `s` answers.
+pub fn blacklisted(s: &mut Server) -> bool {
+    let (task, strategy) = BLOCKED;
+    s.tool_ok(
+        "check_strategy_blacklist",
+        json!({"task_id": task, "strategy": strategy}),
+    )["blacklisted"]
+        .as_bool()
+        .expect("blacklisted")
+}
+
 /// A fixed pseudo-random sequence in [0, 1) (Knuth's MMIX LCG, top 53 bits).
 pub struct Lcg(u64);
 

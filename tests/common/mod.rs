@@ -6,7 +6,7 @@
 use std::ffi::OsStr;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
-use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Output, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::{Duration, Instant};
 
@@ -412,18 +412,20 @@ impl Drop for Server {
     }
 }
 
-/// Run the binary with all of `input` piped to stdin, wait for exit; returns (status, stdout
-/// lines, stderr).
-pub fn pipe(db: &(impl AsRef<OsStr> + ?Sized), input: &[u8]) -> (ExitStatus, Vec<String>, String) {
+/// The binary run with `--db db ARGS…` and all of `input` on stdin, to its end (`META_UTL_DB`
+/// and `PGPASSWORD` removed, so that only what the test passes counts).
+pub fn run(db: &(impl AsRef<OsStr> + ?Sized), args: &[&str], input: &[u8]) -> Output {
     let mut child = command()
         .arg("--db")
         .arg(db.as_ref())
+        .args(args)
         .env_remove("META_UTL_DB")
+        .env_remove("PGPASSWORD")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("spawn");
+        .expect("spawn meta-utl-mcp");
     let mut stdin = child.stdin.take().unwrap();
     let input = input.to_vec();
     let writer = std::thread::spawn(move || {
@@ -431,12 +433,65 @@ pub fn pipe(db: &(impl AsRef<OsStr> + ?Sized), input: &[u8]) -> (ExitStatus, Vec
     });
     let out = child.wait_with_output().expect("wait");
     writer.join().unwrap();
+    out
+}
+
+/// Run the binary with all of `input` piped to stdin, wait for exit; returns (status, stdout
+/// lines, stderr).
+pub fn pipe(db: &(impl AsRef<OsStr> + ?Sized), input: &[u8]) -> (ExitStatus, Vec<String>, String) {
+    let out = run(db, &[], input);
     let stdout = String::from_utf8(out.stdout).expect("stdout is UTF-8");
     (
         out.status,
         stdout.lines().map(str::to_string).collect(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
+}
+
+/// A `record_prediction` request line (no newline) with JSON-RPC id `id`, for embedder
+/// `embedder % 13`.
+pub fn record_line(id: usize, embedder: usize) -> String {
+    json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":"record_prediction",
+        "arguments":{"embedder_index": embedder % 13, "predicted": 0.9, "actual": 0.4}}})
+    .to_string()
+}
+
+/// One server on `db` fed `record_prediction` writes until it answered `answers` of them, each
+/// a success, then killed with SIGKILL while more are in flight; returns how many it answered.
+pub fn write_until_killed(db: &(impl AsRef<OsStr> + ?Sized), answers: u64) -> u64 {
+    let mut child = command()
+        .arg("--db")
+        .arg(db.as_ref())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        for i in 0..5000 {
+            if stdin
+                .write_all((record_line(i, i) + "\n").as_bytes())
+                .is_err()
+            {
+                break;
+            }
+        }
+    });
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut answered = 0;
+    let mut line = String::new();
+    while answered < answers {
+        line.clear();
+        assert!(out.read_line(&mut line).unwrap() > 0, "stdout closed early");
+        let v: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(v["result"]["isError"], false, "a write failed: {line}");
+        answered += 1;
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let _ = writer.join();
+    answered
 }
 
 /// Assert that a stdout line is a valid JSON-RPC 2.0 response (or batch of them).
