@@ -26,7 +26,7 @@
 //! pass through unstemmed (each Han ideograph stays its own term, as in [`super::text::word_tokens`]).
 
 use std::collections::{HashMap, HashSet};
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock, Mutex};
 
 use unicode_segmentation::UnicodeSegmentation;
 
@@ -98,6 +98,10 @@ pub enum Piece {
     Boundary,
 }
 
+/// How many analysed texts [`LexicalText::cached`] keeps: 8,192, about 8 MB at most. Enough
+/// for every active lesson of the tasks a session works on (tasks hold a handful to a hundred).
+pub const LEXICAL_MEMO_CAPACITY: usize = 8192;
+
 /// A strategy prepared for lexical comparison: computed once per text, compared many times.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LexicalText {
@@ -119,6 +123,38 @@ impl LexicalText {
             terms,
             pieces,
         }
+    }
+
+    /// [`LexicalText::new`] of `text`, remembered: a lesson's text is analysed once per
+    /// process instead of at every check of its task.
+    ///
+    /// The analysis is a pure function of the text (about 14 µs for a ten-word strategy), so a
+    /// remembered result is never stale. At most [`LEXICAL_MEMO_CAPACITY`] texts are kept
+    /// (about 1 KB each); when full, the memo is emptied and fills again from the next calls.
+    /// Safe to call from several threads; the analysis itself runs outside the lock.
+    pub fn cached(text: &str) -> Arc<LexicalText> {
+        static MEMO: LazyLock<Mutex<HashMap<Box<str>, Arc<LexicalText>>>> =
+            LazyLock::new(Mutex::default);
+        // A poisoned lock only means another thread panicked between two map operations; the
+        // map itself is whole, so it is still used.
+        let lookup = |text: &str| {
+            let memo = MEMO
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            memo.get(text).cloned()
+        };
+        if let Some(known) = lookup(text) {
+            return known;
+        }
+        let analysed = Arc::new(LexicalText::new(text));
+        let mut memo = MEMO
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if memo.len() >= LEXICAL_MEMO_CAPACITY {
+            memo.clear();
+        }
+        memo.insert(text.into(), analysed.clone());
+        analysed
     }
 
     /// The normalised text.
@@ -1368,6 +1404,25 @@ mod tests {
         for &(input, want) in cases {
             assert_eq!(terms(input).join(" "), want, "terms({input:?})");
         }
+    }
+
+    #[test]
+    fn cached_analysis_equals_a_fresh_one_and_is_computed_once() {
+        let text = "Bump the k8s memory limit to 2Gi, then retry the deploy";
+        let first = LexicalText::cached(text);
+        assert_eq!(*first, LexicalText::new(text));
+        let second = LexicalText::cached(text);
+        assert!(
+            Arc::ptr_eq(&first, &second),
+            "the second call analysed the text again"
+        );
+        // Another text is another entry.
+        let other = LexicalText::cached("Decrease the timeout");
+        assert!(!Arc::ptr_eq(&first, &other));
+        assert_eq!(
+            other.terms(),
+            LexicalText::new("Decrease the timeout").terms()
+        );
     }
 
     #[test]

@@ -251,7 +251,7 @@ where
             continue;
         }
         let proposal_text = prepared.get_or_insert_with(|| LexicalText::new(proposal));
-        match guard::check(&LexicalText::new(c.normalised), proposal_text) {
+        match guard::check(&LexicalText::cached(c.normalised), proposal_text) {
             Some(reason) => out.near_misses.push(NearMiss {
                 index: i,
                 score: c.score,
@@ -288,7 +288,7 @@ where
     decide(
         proposal,
         lessons.into_iter().map(|(normalised, tokens)| Candidate {
-            score: lexical_similarity(&LexicalText::new(normalised), &p),
+            score: lexical_similarity(&LexicalText::cached(normalised), &p),
             normalised,
             tokens,
         }),
