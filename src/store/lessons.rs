@@ -585,17 +585,30 @@ pub const COMMON_TERM_FRACTION: f64 = 0.05;
 /// Below this many lessons containing it, no term counts as common (small stores rank by every
 /// term; bm25's IDF already discounts stop words).
 pub const COMMON_TERM_MIN_DOCS: f64 = 100.0;
+/// Whatever the store's size, a term found in more than this many lessons is common: ranking
+/// by it would score thousands of lessons for one check, and a term that frequent says little
+/// about which lessons are related. Also bounds the work of finding out (see [`related`]).
+pub const COMMON_TERM_MAX_DOCS: f64 = 2000.0;
 /// When every term is common, this many of the rarest are kept.
 pub const RAREST_KEPT: usize = 2;
 /// Candidates ranked by the full-text index before the task and activity filters apply.
 pub const RELATED_CANDIDATES: usize = 64;
 
+/// The most lessons a term may be found in and still rank related lessons, among `total`:
+/// [`COMMON_TERM_FRACTION`] of `total`, at least [`COMMON_TERM_MIN_DOCS`] and at most
+/// [`COMMON_TERM_MAX_DOCS`] (100 up to 2,000 lessons, then 5 %, then 2,000 from 40,000 on).
+pub(crate) fn common_term_cutoff(total: i64) -> f64 {
+    (total as f64 * COMMON_TERM_FRACTION)
+        .max(COMMON_TERM_MIN_DOCS)
+        .min(COMMON_TERM_MAX_DOCS)
+}
+
 /// The terms [`related`] ranks by, given each term's document frequency and the number of
-/// lessons `total`: those in at most [`COMMON_TERM_FRACTION`] of `total` (or at most
-/// [`COMMON_TERM_MIN_DOCS`] lessons), in the order given; when none is, the [`RAREST_KEPT`]
-/// rarest (ties in the order given). Shared by both backends.
+/// lessons `total`: those in at most [`common_term_cutoff`]`(total)` lessons, in the order
+/// given; when none is, the [`RAREST_KEPT`] rarest (ties in the order given). Shared by both
+/// backends.
 pub(crate) fn ranked_terms<T: Copy>(mut with_df: Vec<(T, i64)>, total: i64) -> Vec<T> {
-    let cutoff = (total as f64 * COMMON_TERM_FRACTION).max(COMMON_TERM_MIN_DOCS);
+    let cutoff = common_term_cutoff(total);
     let kept: Vec<T> = with_df
         .iter()
         .filter(|(_, df)| (*df as f64) <= cutoff)
@@ -612,11 +625,14 @@ pub(crate) fn ranked_terms<T: Copy>(mut with_df: Vec<(T, i64)>, total: i64) -> V
 /// with `terms`, best first by FTS5 bm25 (ties: oldest first). Returns each lesson with its
 /// bm25 score (lower is more relevant; SQLite's sign convention). Empty `terms` → empty.
 ///
-/// Cost is bounded: terms present in more than [`COMMON_TERM_FRACTION`] of the lessons (and
-/// in more than [`COMMON_TERM_MIN_DOCS`]) are dropped (document frequencies from the `fts5vocab` table; if all are common, the
-/// [`RAREST_KEPT`] rarest stay), and only the best 64 full-text candidates are joined and
-/// filtered, so a check is never a scan of every lesson. If most of those 64 belong to
-/// the task or are inactive, fewer than `limit` lessons come back.
+/// Cost is bounded: terms present in more lessons than [`common_term_cutoff`] allows are
+/// dropped (if all are common, the [`RAREST_KEPT`] rarest stay), and only the best 64
+/// full-text candidates are joined and filtered, so a check is never a scan of every lesson.
+/// A term's document frequency is counted from the full-text index only up to the cutoff
+/// (at most 2,001 entries of its posting list; `fts5vocab` would read all of it, about 1 ms
+/// per term found in a quarter of 10⁵ lessons); exact counts are read only when every term is
+/// common, to choose the rarest. If most of the 64 candidates belong to the task or are
+/// inactive, fewer than `limit` lessons come back.
 ///
 /// # Errors
 /// [`StoreError`] on SQL failure or an unreadable row.
@@ -633,22 +649,34 @@ pub fn related(
     let total: i64 = conn
         .prepare_cached("SELECT coalesce(max(seq), 0) FROM lessons")?
         .query_row([], |r| r.get(0))?;
-    let mut df_stmt = conn.prepare_cached("SELECT doc FROM lessons_fts_vocab WHERE term = ?1")?;
+    // Each term becomes an FTS5 string ("…" with inner quotes doubled), so no term can inject
+    // query syntax.
+    let quoted = |t: &str| format!("\"{}\"", t.replace('"', "\"\""));
+    // Counted up to one past the cutoff: enough to tell rare from common. A term the index
+    // splits differently (e.g. "don't") counts what its phrase matches.
+    let cap = common_term_cutoff(total) as i64 + 1;
+    let mut capped = conn.prepare_cached(
+        "SELECT count(*) FROM (SELECT rowid FROM lessons_fts WHERE lessons_fts MATCH ?1 LIMIT ?2)",
+    )?;
     let mut with_df: Vec<(&String, i64)> = Vec::with_capacity(terms.len());
     for t in terms {
-        // A term the index splits differently (e.g. "don't") has no row: treat it as rare.
-        let df: i64 = df_stmt
-            .query_row([t], |r| r.get(0))
-            .optional()?
-            .unwrap_or(0);
+        let df: i64 = capped.query_row(params![quoted(t), cap], |r| r.get(0))?;
         with_df.push((t, df));
     }
+    if with_df.iter().all(|&(_, df)| df >= cap) {
+        // Every term is common: the rarest are chosen by their exact counts.
+        let mut exact = conn.prepare_cached("SELECT doc FROM lessons_fts_vocab WHERE term = ?1")?;
+        for (t, df) in &mut with_df {
+            *df = exact
+                .query_row([t.as_str()], |r| r.get(0))
+                .optional()?
+                .unwrap_or(*df);
+        }
+    }
     let kept = ranked_terms(with_df, total);
-    // Each term becomes an FTS5 string ("…" with inner quotes doubled), so no term can inject
-    // query syntax; terms are OR-ed.
     let query = kept
         .iter()
-        .map(|t| format!("\"{}\"", t.replace('"', "\"\"")))
+        .map(|t| quoted(t))
         .collect::<Vec<_>>()
         .join(" OR ");
     let mut stmt = conn.prepare_cached(&format!(
@@ -975,6 +1003,19 @@ mod tests {
         insert_round_trips_on_sqlite,
         insert_round_trips_on_postgres
     );
+
+    #[test]
+    fn common_term_cutoff_is_five_percent_between_100_and_2000_lessons() {
+        assert_eq!(common_term_cutoff(0), 100.0);
+        assert_eq!(common_term_cutoff(1_000), 100.0);
+        assert_eq!(common_term_cutoff(10_000), 500.0);
+        assert_eq!(common_term_cutoff(40_000), 2_000.0);
+        assert_eq!(common_term_cutoff(100_000), 2_000.0);
+        assert_eq!(common_term_cutoff(10_000_000), 2_000.0);
+        // The cutoff itself is rare, one more is common.
+        let with_df = vec![("at", 500), ("over", 501)];
+        assert_eq!(ranked_terms(with_df, 10_000), vec!["at"]);
+    }
 
     fn related_skips_stop_words_and_other_filters(store: &Store) {
         store
