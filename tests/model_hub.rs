@@ -538,3 +538,39 @@ fn the_help_says_where_the_model_comes_from() {
         assert!(help.contains(needle), "{needle}: {help}");
     }
 }
+
+#[test]
+fn a_transfer_cut_short_is_exit_2_naming_the_url() {
+    // A raw server that promises 1000 bytes of config.json, sends 10 and hangs up.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let endpoint = format!("http://{}", listener.local_addr().unwrap());
+    let server = std::thread::spawn(move || {
+        use std::io::{BufRead, BufReader, Write};
+        let (stream, _) = listener.accept().unwrap();
+        let mut reader = BufReader::new(stream.try_clone().unwrap());
+        let mut line = String::new();
+        while reader.read_line(&mut line).unwrap() > 0 && line != "\r\n" {
+            line.clear();
+        }
+        let mut stream = stream;
+        let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n{\"model_ty");
+    });
+    let tmp = tempfile::tempdir().unwrap();
+    let dest = tmp.path().join("m");
+    let (code, stderr) = install(&endpoint, &["--from", "hf://o/n", "--to", s(&dest)], &[]);
+    server.join().unwrap();
+    assert_eq!(code, 2, "{stderr}");
+    let url = format!("{endpoint}/o/n/resolve/main/config.json");
+    assert!(
+        stderr.contains(&format!(
+            "cannot download {url}: the transfer broke after 10 bytes"
+        )),
+        "{stderr}"
+    );
+    assert!(!dest.exists());
+    assert!(
+        leftovers(tmp.path()).is_empty(),
+        "{:?}",
+        leftovers(tmp.path())
+    );
+}
