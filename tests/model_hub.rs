@@ -5,6 +5,8 @@
 //! `HF_ENDPOINT` points the binary at it. This is the hub's URL layout and redirect, not
 //! huggingface.co itself (no model hub is reachable from the test machines).
 //!
+//! A CONNECT proxy in this process checks that the proxy variables are honoured.
+//!
 //! The full install needs the real weights (`META_UTL_EMBEDDING_MODEL`, skipped with a line on
 //! stderr otherwise); the error cases serve small files of their own and always run.
 
@@ -573,4 +575,126 @@ fn a_transfer_cut_short_is_exit_2_naming_the_url() {
         "{:?}",
         leftovers(tmp.path())
     );
+}
+
+/// An HTTP proxy on 127.0.0.1 that tunnels every `CONNECT host:port` to `upstream` (whatever
+/// the host), recording the targets asked for; stopped on drop.
+struct TestProxy {
+    url: String,
+    targets: Arc<Mutex<Vec<String>>>,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    addr: std::net::SocketAddr,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl TestProxy {
+    fn start(upstream: std::net::SocketAddr) -> TestProxy {
+        use std::io::{BufRead, BufReader, Write};
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let targets = Arc::new(Mutex::new(Vec::new()));
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let thread = {
+            let (targets, stop) = (Arc::clone(&targets), Arc::clone(&stop));
+            std::thread::spawn(move || {
+                for client in listener.incoming() {
+                    if stop.load(std::sync::atomic::Ordering::SeqCst) {
+                        break;
+                    }
+                    let Ok(mut client) = client else { continue };
+                    let mut reader = BufReader::new(client.try_clone().unwrap());
+                    let mut first = String::new();
+                    let _ = reader.read_line(&mut first);
+                    let mut line = String::new();
+                    while reader.read_line(&mut line).unwrap_or(0) > 0 && line != "\r\n" {
+                        line.clear();
+                    }
+                    let target = first.split_whitespace().nth(1).unwrap_or("").to_string();
+                    targets.lock().unwrap().push(first.trim().to_string());
+                    if !first.starts_with("CONNECT ") || target.is_empty() {
+                        let _ = client.write_all(b"HTTP/1.1 405 Method Not Allowed\r\n\r\n");
+                        continue;
+                    }
+                    let Ok(upstream) = std::net::TcpStream::connect(upstream) else {
+                        let _ = client.write_all(b"HTTP/1.1 502 Bad Gateway\r\n\r\n");
+                        continue;
+                    };
+                    let _ = client.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n");
+                    let (mut up_read, mut up_write) = (upstream.try_clone().unwrap(), upstream);
+                    let mut client_write = client;
+                    std::thread::spawn(move || {
+                        let _ = std::io::copy(&mut reader, &mut up_write);
+                        let _ = up_write.shutdown(std::net::Shutdown::Write);
+                    });
+                    std::thread::spawn(move || {
+                        let _ = std::io::copy(&mut up_read, &mut client_write);
+                        let _ = client_write.shutdown(std::net::Shutdown::Both);
+                    });
+                }
+            })
+        };
+        TestProxy {
+            url: format!("http://{addr}"),
+            targets,
+            stop,
+            addr,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for TestProxy {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        let _ = std::net::TcpStream::connect(self.addr);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+#[test]
+fn the_proxy_from_the_environment_is_used() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tree = tmp.path().join("tree");
+    fake_tree(&tree, Some(b"not the weights"), true);
+    let hub = TestHub::start(one_repo("o/n", &tree, None));
+    let hub_addr: std::net::SocketAddr = hub.url.trim_start_matches("http://").parse().unwrap();
+    let proxy = TestProxy::start(hub_addr);
+    let dest = tmp.path().join("m");
+    // Nothing listens at the endpoint: only the proxy, which tunnels to the test hub, can
+    // answer for it (and no name needs a DNS server).
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let endpoint = &format!("http://localhost:{port}");
+    let args = ["--from", "hf://o/n", "--to", s(&dest)];
+    for var in ["HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "ALL_PROXY"] {
+        let (code, stderr) = install(endpoint, &args, &[(var, &proxy.url)]);
+        assert_eq!(code, 2, "{var}: {stderr}");
+        // Every file came through the proxy (the weights through the test hub's redirect,
+        // which names the hub's own address); these weights then fail the checksum.
+        assert!(stderr.contains(DEFAULT_MODEL_SHA256), "{var}: {stderr}");
+        assert!(
+            stderr.contains(&format!("{endpoint}/o/n/resolve/main/model.safetensors")),
+            "{var}: {stderr}"
+        );
+    }
+    let targets = proxy.targets.lock().unwrap().clone();
+    assert!(
+        targets
+            .iter()
+            .any(|t| t.starts_with(&format!("CONNECT localhost:{port} "))),
+        "{targets:?}"
+    );
+    // NO_PROXY lets the host bypass the proxy: then it cannot be reached.
+    let (code, stderr) = install(
+        endpoint,
+        &args,
+        &[("HTTPS_PROXY", &proxy.url), ("NO_PROXY", "localhost")],
+    );
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("the host is unreachable"), "{stderr}");
 }
