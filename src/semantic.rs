@@ -344,7 +344,8 @@ pub fn choose(explicit: Option<&str>, default: Option<PathBuf>) -> Result<ModelC
                     reason: format!(
                         "the embedding model in {} cannot be used ({reason}); the strategy \
                          blacklist uses the lexical matcher. Reinstall it with `meta-utl-mcp \
-                         model install --from PATH`",
+                         model install` (from the Hugging Face hub) or `model install --from \
+                         PATH`",
                         dir.display()
                     ),
                 }),
@@ -352,8 +353,8 @@ pub fn choose(explicit: Option<&str>, default: Option<PathBuf>) -> Result<ModelC
             _ => Ok(ModelChoice::Off {
                 reason: format!(
                     "no embedding model installed{}; the strategy blacklist uses the lexical \
-                     matcher (install one with `meta-utl-mcp model install --from PATH`, see \
-                     the README)",
+                     matcher (install one with `meta-utl-mcp model install` from the Hugging \
+                     Face hub, or `model install --from PATH`; see the README)",
                     default
                         .map(|d| format!(" in {}", d.display()))
                         .unwrap_or_default()

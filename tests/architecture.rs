@@ -181,6 +181,28 @@ fn only_the_server_writes_to_stdout() {
     );
 }
 
+#[test]
+fn only_model_install_downloads() {
+    // The HTTP client lives in the hub installer; the installer is called by `model install`
+    // in main.rs only, so the MCP server never downloads anything.
+    let client = violations(&src(), |n| n == "src/embedding/hub.rs", &["ureq"]);
+    assert!(
+        client.is_empty(),
+        "an HTTP client outside src/embedding/hub.rs:\n{}",
+        client.join("\n")
+    );
+    let callers = violations(
+        &src(),
+        |n| n.starts_with("src/embedding/") || n == "src/main.rs",
+        &["install_from_hub"],
+    );
+    assert!(
+        callers.is_empty(),
+        "a download outside `model install`:\n{}",
+        callers.join("\n")
+    );
+}
+
 /// The line count of each `fn run(` body in `text` (from its line to its closing brace).
 fn handler_lengths(text: &str) -> Vec<(usize, usize)> {
     let lines: Vec<&str> = text.lines().collect();

