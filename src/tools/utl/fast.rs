@@ -52,11 +52,11 @@ fn fast(arguments: &Value) -> Option<ComputeInput> {
     let Value::Object(m) = arguments else {
         return None;
     };
-    // wire::parse refuses a null property anywhere; inside the embedder fields the walk below
-    // refuses every null itself.
+    // wire::parse refuses a null property and a NUL character anywhere; inside the embedder
+    // fields (numbers only) the walk below refuses every null itself.
     let nulls = m.iter().any(|(k, v)| match (k.as_str(), v) {
         ("old_fingerprint" | "new_fingerprint", Value::Object(fp)) => null_beside_embedders(fp),
-        _ => v.is_null() || wire::has_null_member(v),
+        _ => v.is_null() || wire::has_null_or_nul(v),
     });
     if nulls {
         return None;
@@ -72,8 +72,8 @@ fn fast(arguments: &Value) -> Option<ComputeInput> {
     })
 }
 
-/// Whether a fingerprint object has a `null` property outside its embedder fields (in the
-/// wrapper's ignored fields, or `semantic` itself).
+/// Whether a fingerprint object has a `null` property or a NUL character outside its embedder
+/// fields (in the wrapper's ignored fields, or `semantic` itself).
 fn null_beside_embedders(fp: &Map<String, Value>) -> bool {
     fp.iter().any(|(k, v)| {
         if EmbedderId::from_field(k).is_some() {
@@ -83,7 +83,7 @@ fn null_beside_embedders(fp: &Map<String, Value>) -> bool {
         {
             null_beside_embedders(inner)
         } else {
-            v.is_null() || wire::has_null_member(v)
+            v.is_null() || wire::has_null_or_nul(v)
         }
     })
 }

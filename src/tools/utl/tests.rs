@@ -92,6 +92,20 @@ fn the_bare_and_the_wrapped_form_read_alike() {
     );
 }
 
+#[test]
+fn a_nul_character_in_the_wrapper_s_ignored_fields_is_refused_by_both_paths() {
+    let fp = example_fingerprint_json(0.0);
+    let wrapped = json!({"semantic": fp, "purpose_vector": [1], "id": "x\u{0}y"});
+    let message = err(&args_with(wrapped));
+    assert!(
+        message.contains("field 'new_fingerprint.id' contains the NUL character (U+0000)"),
+        "{message}"
+    );
+    let nested = json!({"semantic": example_fingerprint_json(0.0), "meta": [{"tag": "\u{0}"}]});
+    let message = err(&args_with(nested));
+    assert!(message.contains("new_fingerprint.meta[0].tag"), "{message}");
+}
+
 type Edit = fn(&mut Value);
 
 /// (edit of a valid fingerprint, part of the message). The messages of the rules that were

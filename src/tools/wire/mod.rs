@@ -363,25 +363,13 @@ fn strip_null(v: &mut Value) {
     }
 }
 
-/// Whether an object anywhere in `v` has a member whose value is `null`, the rule
-/// [`parse`] enforces before reading (a `null` element of an array is left to the types);
-/// it allocates nothing, so a call without nulls pays only the walk.
-pub fn has_null_member(v: &Value) -> bool {
-    match v {
-        Value::Object(m) => m.values().any(|x| x.is_null() || has_null_member(x)),
-        Value::Array(a) => a
-            .iter()
-            .any(|x| (x.is_object() || x.is_array()) && has_null_member(x)),
-        _ => false,
-    }
-}
-
-/// Whether `v` holds what [`parse`] refuses before reading: a member whose value is `null`
-/// (see [`has_null_member`]), or a string with the NUL character (U+0000). No text field may
-/// hold NUL: it means nothing in a strategy, a rationale or a name, and PostgreSQL's text
-/// cannot store it, so it is refused on every backend alike. One walk that allocates nothing
+/// Whether `v` holds what [`parse`] refuses before reading: a member of an object whose value
+/// is `null`, anywhere in `v` (a `null` element of an array is left to the types), or a string
+/// with the NUL character (U+0000). No text field may hold NUL: it means nothing in a
+/// strategy, a rationale or a name, and PostgreSQL's text cannot store it, so it is refused on
+/// every backend alike. One walk that allocates nothing
 /// (numbers in arrays are skipped), so a call with neither pays only the walk.
-fn has_null_or_nul(v: &Value) -> bool {
+pub fn has_null_or_nul(v: &Value) -> bool {
     match v {
         Value::String(s) => s.contains('\0'),
         Value::Object(m) => m.values().any(|x| x.is_null() || has_null_or_nul(x)),
