@@ -48,6 +48,8 @@ struct Cli {
 
     /// Sentence-embedding model folder for the strategy blacklist, or `off` for the lexical
     /// matcher. A folder given here that is missing or not a model stops the server (exit 2).
+    /// The model runs on one thread unless RAYON_NUM_THREADS says otherwise (faster for
+    /// one-sentence passes on 2 cores; docs/PERFORMANCE.md).
     /// [default: $XDG_DATA_HOME/meta-utl-mcp/models/all-MiniLM-L6-v2 when installed (see
     /// `model install`), else the lexical matcher]
     #[arg(long, env = "META_UTL_EMBEDDING_MODEL", value_name = "DIR|off")]
@@ -224,8 +226,24 @@ or pipe a request:
     printf '%s\\n' '{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}' | meta-utl-mcp
 Waiting for JSON-RPC on stdin (Ctrl-D to quit).";
 
+/// Threads for one forward pass of the embedding model when `RAYON_NUM_THREADS` is not set.
+///
+/// candle spreads each matrix product of a pass over `RAYON_NUM_THREADS` threads (default: every
+/// core). On the 2-core machine of `docs/PERFORMANCE.md` one thread is faster for the
+/// one-sentence passes of a check or a lesson log (p50 9.5 against 10.8 ms, p95 11.8 against
+/// 13.8 ms) and leaves the other core to the server's other requests; over stdio the check's
+/// p95 fell from 14.0 to 11.9 ms. Background back-filling of lesson vectors, in batches of 32,
+/// is slower on one thread (202 against 142 ms a batch), which no caller waits for.
+const EMBEDDING_THREADS: &str = "1";
+
 fn main() -> ExitCode {
-    // First, before any thread exists: every thread started later inherits the blocked signals.
+    if std::env::var_os("RAYON_NUM_THREADS").is_none() {
+        // SAFETY: the process has one thread here (nothing before this line starts one), so no
+        // other thread can read or write the environment at the same time.
+        unsafe { std::env::set_var("RAYON_NUM_THREADS", EMBEDDING_THREADS) };
+    }
+    // First, before any other thread exists: every thread started later inherits the blocked
+    // signals.
     let signals = match server::signals::install() {
         Ok(s) => s,
         Err(e) => {
