@@ -597,10 +597,8 @@ pub const RELATED_CANDIDATES: usize = 64;
 /// The most lessons a term may be found in and still rank related lessons, among `total`:
 /// [`COMMON_TERM_FRACTION`] of `total`, at least [`COMMON_TERM_MIN_DOCS`] and at most
 /// [`COMMON_TERM_MAX_DOCS`] (100 up to 2,000 lessons, then 5 %, then 2,000 from 40,000 on).
-pub(crate) fn common_term_cutoff(total: i64) -> f64 {
-    (total as f64 * COMMON_TERM_FRACTION)
-        .max(COMMON_TERM_MIN_DOCS)
-        .min(COMMON_TERM_MAX_DOCS)
+pub fn common_term_cutoff(total: i64) -> f64 {
+    (total as f64 * COMMON_TERM_FRACTION).clamp(COMMON_TERM_MIN_DOCS, COMMON_TERM_MAX_DOCS)
 }
 
 /// The terms [`related`] ranks by, given each term's document frequency and the number of
