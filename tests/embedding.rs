@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use candle_core::{DType, Device};
 use candle_nn::{VarBuilder, VarMap};
 use candle_transformers::models::bert::{BertModel, Config};
-use common::real_model;
+use common::{leftovers, real_model};
 use meta_utl_mcp::embedding::{
     DEFAULT_MODEL_SHA256, Embedder, EmbeddingError, MODEL_ENV, install_model,
     install_model_checked, sha256_file,
@@ -412,15 +412,6 @@ fn write_zip(path: &Path, entries: &[(String, Vec<u8>)]) {
         zip.write_all(data).unwrap();
     }
     zip.finish().unwrap();
-}
-
-/// Names in `dir` that are leftovers of an install (staging or old folders).
-fn leftovers(dir: &Path) -> Vec<String> {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with('.'))
-        .collect()
 }
 
 #[test]

@@ -21,7 +21,7 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use common::{MODEL_ENV, Server, bin, real_model};
+use common::{MODEL_ENV, Server, bin, leftovers, real_model};
 use meta_utl_mcp::embedding::{DEFAULT_MODEL_SHA256, sha256_file};
 use serde_json::json;
 
@@ -246,15 +246,6 @@ fn install(endpoint: &str, args: &[&str], env: &[(&str, &str)]) -> (i32, String)
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
-}
-
-/// Names in `dir` that start with `.` (the install's temporary folders).
-fn leftovers(dir: &Path) -> Vec<String> {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with('.'))
-        .collect()
 }
 
 fn s(p: &Path) -> &str {

@@ -5,7 +5,7 @@
 
 use std::ffi::OsStr;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, ExitStatus, Output, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::{Duration, Instant};
@@ -40,6 +40,17 @@ pub fn command() -> Command {
 /// The environment variable naming the real model folder for the tests that need the
 /// weights (the server reads it too; `scripts/fetch_model.sh` makes the folder).
 pub const MODEL_ENV: &str = "META_UTL_EMBEDDING_MODEL";
+
+/// Names in `dir` that start with `.`: what a model install leaves behind if it fails to
+/// clean up (its staging, download and replaced folders are hidden siblings of the
+/// destination).
+pub fn leftovers(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with('.'))
+        .collect()
+}
 
 /// The real embedding model's folder, or `None` after saying on stderr that `test` is skipped
 /// (written to the stderr handle itself, so the line shows even when the test passes).
