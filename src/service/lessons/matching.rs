@@ -226,12 +226,26 @@ pub fn decide<'a, I>(proposal: &str, lessons: I, threshold: f64) -> Decision
 where
     I: IntoIterator<Item = Candidate<'a>>,
 {
+    decide_prepared(proposal, None, lessons, threshold)
+}
+
+/// [`decide`], with the proposal's [`LexicalText`] when the caller has it already (the
+/// lexical matcher scored with it); otherwise it is made when the guard first needs it.
+fn decide_prepared<'a, I>(
+    proposal: &str,
+    analysed: Option<&LexicalText>,
+    lessons: I,
+    threshold: f64,
+) -> Decision
+where
+    I: IntoIterator<Item = Candidate<'a>>,
+{
     let mut out = Decision::default();
     if proposal.is_empty() {
         return out;
     }
     let p = word_tokens(proposal);
-    let mut prepared: Option<LexicalText> = None;
+    let mut made: Option<LexicalText> = None;
     let mut structural: Option<(usize, StrategyMatch)> = None;
     let mut similar: Option<(usize, f64)> = None;
     for (i, c) in lessons.into_iter().enumerate() {
@@ -250,7 +264,10 @@ where
         if c.normalised.is_empty() || c.score < threshold {
             continue;
         }
-        let proposal_text = prepared.get_or_insert_with(|| LexicalText::new(proposal));
+        let proposal_text = match analysed {
+            Some(text) => text,
+            None => made.get_or_insert_with(|| LexicalText::new(proposal)),
+        };
         match guard::check(&LexicalText::cached(c.normalised), proposal_text) {
             Some(reason) => out.near_misses.push(NearMiss {
                 index: i,
@@ -285,8 +302,9 @@ where
     I: IntoIterator<Item = (&'a str, Vec<&'a str>)>,
 {
     let p = LexicalText::new(proposal);
-    decide(
+    decide_prepared(
         proposal,
+        Some(&p),
         lessons.into_iter().map(|(normalised, tokens)| Candidate {
             score: lexical_similarity(&LexicalText::cached(normalised), &p),
             normalised,
