@@ -1,8 +1,9 @@
 //! Installing the model from the Hugging Face hub: `model install` without `--from` (or with
 //! `--from hf://OWNER/NAME[@REVISION]`) downloads the layout's files into a temporary folder
-//! beside the destination and hands it to [`super::install_model_checked`], so the hub gives
-//! the same guarantees as a local install (sha256 of `model.safetensors`, configuration check,
-//! one rename, nothing at the destination changed on any error).
+//! beside the destination, then checks that folder and renames it into place with the same
+//! step as [`super::install_model_checked`], so the hub gives the same guarantees as a local
+//! install (sha256 of `model.safetensors`, configuration check, one rename, nothing at the
+//! destination changed on any error).
 //!
 //! Files are asked for at `{HF_ENDPOINT}/{OWNER}/{NAME}/resolve/{REVISION}/{path}` (the hub's
 //! URL layout; `HF_ENDPOINT` defaults to `https://huggingface.co`), following redirects (the hub
@@ -26,7 +27,9 @@ use sha2::{Digest, Sha256};
 
 use super::EmbeddingError;
 use super::folder::{OPTIONAL, REQUIRED, WEIGHTS};
-use super::install::{DEFAULT_MODEL_SHA256, Installed, Staging, hex, prepare_dest};
+use super::install::{
+    DEFAULT_MODEL_SHA256, Installed, Staging, hex, move_into_place, prepare_dest,
+};
 
 /// The source `model install` downloads from when `--from` is not given.
 pub const DEFAULT_HUB_SOURCE: &str = "hf://sentence-transformers/all-MiniLM-L6-v2@main";
@@ -318,14 +321,16 @@ impl Progress {
 /// Downloads the required files of the layout (`config.json`, `tokenizer.json`,
 /// `1_Pooling/config.json`), then the optional ones (an optional file answered with 404 is
 /// skipped), then `model.safetensors` (about 90 MB, streamed to disk while hashed, checked as
-/// soon as it is complete), into `.<name>.download-<uuid>` beside `dest`, which is removed
-/// whatever happens. Progress goes to stderr as `progress` says.
+/// soon as it is complete), each synced, into `.<name>.download-<uuid>` beside `dest`; that
+/// folder, its configuration checked, is renamed to `dest` (or removed on any error).
+/// Progress goes to stderr as `progress` says.
 ///
 /// # Errors
 /// [`EmbeddingError::Download`] naming the URL and what happened (HTTP status and the hub's
 /// message, unreachable host, timeout, broken transfer), [`EmbeddingError::HubChecksum`]
-/// naming both hashes, and the errors of [`super::install_model_checked`]. On any error
-/// nothing at `dest` changes.
+/// naming both hashes, [`EmbeddingError::BadConfig`] / [`EmbeddingError::UnsupportedPooling`]
+/// for a configuration this crate cannot run, [`EmbeddingError::Io`]. On any error nothing at
+/// `dest` changes.
 pub fn install_from_hub(
     source: &HubSource,
     hub: &Hub,
@@ -341,6 +346,8 @@ pub fn install_from_hub(
         .filter(|(rel, _)| *rel != WEIGHTS)
         .chain(optional)
         .chain([(WEIGHTS, true)]);
+    let mut fetched = Vec::new();
+    let mut weights_sha = String::new();
     for (rel, needed) in order {
         let url = source.file_url(hub.endpoint(), rel);
         let to = download.path().join(rel);
@@ -350,15 +357,27 @@ pub fn install_from_hub(
             }
             continue;
         };
-        if rel == WEIGHTS && !sha.eq_ignore_ascii_case(DEFAULT_MODEL_SHA256) {
-            return Err(EmbeddingError::HubChecksum {
-                url,
-                expected: DEFAULT_MODEL_SHA256.to_string(),
-                found: sha,
-            });
+        fetched.push(rel);
+        if rel == WEIGHTS {
+            if !sha.eq_ignore_ascii_case(DEFAULT_MODEL_SHA256) {
+                return Err(EmbeddingError::HubChecksum {
+                    url,
+                    expected: DEFAULT_MODEL_SHA256.to_string(),
+                    found: sha,
+                });
+            }
+            weights_sha = sha;
         }
     }
-    super::install_model_checked(download.path(), dest, DEFAULT_MODEL_SHA256)
+    // The downloaded folder is the installed one: checked and renamed into place, not copied.
+    let files = REQUIRED
+        .iter()
+        .map(|(rel, _)| *rel)
+        .chain(OPTIONAL.iter().copied())
+        .filter(|rel| fetched.contains(rel))
+        .map(str::to_string)
+        .collect();
+    move_into_place(download, &parent, &name, files, weights_sha)
 }
 
 const HINT_NOT_FOUND: &str = "Check OWNER/NAME and REVISION of the source and HF_ENDPOINT";
@@ -416,7 +435,8 @@ fn fetch(
         total += n as u64;
         bar.advance(n as u64);
     }
-    out.flush().map_err(|e| EmbeddingError::io(to, e))?;
+    // Synced before the folder is renamed into place, as a local install's copies are.
+    out.sync_all().map_err(|e| EmbeddingError::io(to, e))?;
     bar.finish(url, label, total);
     Ok(Some(hex(&hasher.finalize())))
 }

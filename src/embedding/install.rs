@@ -98,28 +98,47 @@ pub fn install_model_checked(
             found,
         });
     }
+    move_into_place(staging, &parent, &name, files, found)
+}
+
+/// Checks the model in `staging` (the configuration as [`super::Embedder::load`] reads it;
+/// its files already written, synced and their checksum checked) and renames it to
+/// `parent/name`, replacing a folder there: renamed aside first and removed after, put back if
+/// the second rename fails. `files` and `sha256` are reported in [`Installed`].
+///
+/// # Errors
+/// [`EmbeddingError::BadConfig`] / [`EmbeddingError::UnsupportedPooling`] (the staging folder
+/// is then removed and nothing at the destination changes), [`EmbeddingError::Io`].
+pub(crate) fn move_into_place(
+    staging: Staging,
+    parent: &Path,
+    name: &str,
+    files: Vec<String>,
+    sha256: String,
+) -> Result<Installed, EmbeddingError> {
+    let dest = parent.join(name);
     Layout::read(staging.path())?;
     sync_dir(staging.path())?;
 
     let replaced = dest.exists();
     if replaced {
         let old = parent.join(format!(".{name}.old-{}", uuid::Uuid::new_v4().simple()));
-        std::fs::rename(dest, &old).map_err(|e| EmbeddingError::io(dest, e))?;
-        if let Err(e) = std::fs::rename(staging.path(), dest) {
+        std::fs::rename(&dest, &old).map_err(|e| EmbeddingError::io(&dest, e))?;
+        if let Err(e) = std::fs::rename(staging.path(), &dest) {
             // Put the previous model back; the error is the one worth reporting.
-            let _ = std::fs::rename(&old, dest);
-            return Err(EmbeddingError::io(dest, e));
+            let _ = std::fs::rename(&old, &dest);
+            return Err(EmbeddingError::io(&dest, e));
         }
         let _ = std::fs::remove_dir_all(&old);
     } else {
-        std::fs::rename(staging.path(), dest).map_err(|e| EmbeddingError::io(dest, e))?;
+        std::fs::rename(staging.path(), &dest).map_err(|e| EmbeddingError::io(&dest, e))?;
     }
     staging.disarm();
-    sync_dir(&parent)?;
+    sync_dir(parent)?;
     Ok(Installed {
-        dir: dest.to_path_buf(),
+        dir: dest,
         files,
-        sha256: found,
+        sha256,
         replaced,
     })
 }
