@@ -16,7 +16,8 @@
 //!   after start-up, which loads the E1 index (about 5.3 GB of file at 10⁵).
 //!
 //! Seeded; `--quick` stops each family one step early and takes fewer samples; naming families
-//! (`--scale lessons`) runs only those.
+//! (`--scale lessons`) runs only those; `--up-to N` stops each family after its step `N`
+//! (`--scale vertices --up-to 10000`).
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -35,6 +36,17 @@ use super::{Proc, call, percentile, pipelined, populate_events, startup, support
 struct Point {
     size: usize,
     cells: Vec<String>,
+}
+
+/// The largest step to run: the value of `--up-to N`, or every step.
+fn up_to() -> usize {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == "--up-to")
+        .and_then(|i| args.get(i + 1))
+        .map_or(usize::MAX, |n| {
+            n.parse().expect("--up-to takes a number of items")
+        })
 }
 
 fn us(d: Duration) -> String {
@@ -76,7 +88,7 @@ fn events(dir: &Path, quick: bool) {
     let samples = if quick { 200 } else { 1_000 };
     let mut stored = 0;
     let mut points = Vec::new();
-    for &size in sizes {
+    for &size in sizes.iter().filter(|&&s| s <= up_to()) {
         populate_events(&db, size - stored);
         stored = size;
         let mut cells = Vec::new();
@@ -188,7 +200,7 @@ fn lessons(dir: &Path, quick: bool) {
     let mut rng = StdRng::seed_from_u64(0x5ca1e);
     let mut stored = 0;
     let mut points = Vec::new();
-    for &size in sizes {
+    for &size in sizes.iter().filter(|&&s| s <= up_to()) {
         populate_lessons(&db, stored, size, &mut rng);
         stored = size;
         let mut p = Proc::start(&db);
@@ -276,7 +288,7 @@ fn vertices(dir: &Path, quick: bool) {
     let line = call(1, "gwt_compute_delta_sc", &args);
     let mut stored = 0;
     let mut points = Vec::new();
-    for &size in sizes {
+    for &size in sizes.iter().filter(|&&s| s <= up_to()) {
         let store = Store::open(&DbPath::File(db.clone())).unwrap();
         // One transaction per 10,000 vertices keeps the WAL (53 KB per vertex) bounded.
         for from in (stored..size).step_by(10_000) {

@@ -133,7 +133,7 @@ fn read_line<R: Input>(
                 Read1::Data(buf)
             });
         }
-        let (take, done) = match chunk.iter().position(|&b| b == b'\n') {
+        let (take, done) = match memchr::memchr(b'\n', chunk) {
             Some(pos) => (pos, pos + 1),
             None => (chunk.len(), chunk.len()),
         };
