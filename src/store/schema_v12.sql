@@ -1,5 +1,5 @@
--- The schema of a new database at user_version 11, one statement per object, as SQLite stores it
--- after migrations 1-11 (store/create.rs; the unit test there proves it). Never edit: a change
+-- The schema of a new database at user_version 12, one statement per object, as SQLite stores it
+-- after migrations 1-12 (store/create.rs; the unit test there proves it). Never edit: a change
 -- to the schema is a new migration, which new files run after this.
 CREATE TABLE meta_state (
     id                  INTEGER PRIMARY KEY CHECK (id = 1),
@@ -159,7 +159,7 @@ CREATE TABLE lessons (
                               'TOOL_MISUSE', 'DEPENDENCY_CONFLICT', 'LOGIC_ERROR', 'UNKNOWN')),
     source_agent          TEXT    NOT NULL,
     is_active             INTEGER NOT NULL DEFAULT 1 CHECK (is_active IN (0, 1)),
-    created_us            INTEGER NOT NULL, strategy_spans BLOB NOT NULL DEFAULT x'', task_key TEXT NOT NULL DEFAULT '',
+    created_us            INTEGER NOT NULL, strategy_spans BLOB NOT NULL DEFAULT x'', task_key TEXT NOT NULL DEFAULT '', embedding BLOB, embedding_model TEXT, embedding_dim INTEGER, embedding_rev INTEGER,
     UNIQUE (task_id, normalised_strategy)
 ) STRICT;
 CREATE VIRTUAL TABLE lessons_fts USING fts5(terms, tokenize = 'unicode61');
@@ -189,3 +189,4 @@ CREATE TABLE meta_windows (
 CREATE UNIQUE INDEX lessons_task_key_strategy ON lessons (task_key, normalised_strategy);
 CREATE INDEX lessons_active_by_key ON lessons (task_key, is_active, seq);
 CREATE INDEX directive_history_task_key ON directive_history (task_key, created_us);
+CREATE INDEX lessons_embedding_rev ON lessons (embedding_rev) WHERE embedding_rev IS NOT NULL;
