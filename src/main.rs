@@ -190,6 +190,30 @@ fn with_embedding(app: App, choice: ModelChoice) -> Arc<App> {
     }
 }
 
+/// Open the store at `path` for `app` ([`App::opened`]), after deleting events older than
+/// `retention_days`.
+///
+/// # Errors
+/// The message for stderr: the store's refusal or failure, naming the file.
+fn open_store(app: &App, path: &DbPath, retention_days: u32) -> Result<(), String> {
+    let store = Store::open(path).map_err(|e| e.to_string())?;
+    match store.apply_retention(retention_days) {
+        Ok(0) => {}
+        Ok(n) => tracing::info!(deleted = n, days = retention_days, "old events deleted"),
+        Err(e) => return Err(e.to_string()),
+    }
+    tracing::info!(database = %path.display(), "store opened");
+    app.opened(store).map_err(|e| match e {
+        // A stored value out of its range is damage: name the file and the way out.
+        StoreError::Corrupt(reason) => StoreError::Damaged {
+            path: path.display(),
+            reason,
+        }
+        .to_string(),
+        other => other.to_string(),
+    })
+}
+
 /// A tool family as `--tools` names it.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 enum FamilyArg {
@@ -313,48 +337,12 @@ fn main() -> ExitCode {
             }
         },
     };
-    let store = match Store::open(&path) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("meta-utl-mcp: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    match store.apply_retention(cli.event_retention_days) {
-        Ok(0) => {}
-        Ok(n) => tracing::info!(
-            deleted = n,
-            days = cli.event_retention_days,
-            "old events deleted"
-        ),
-        Err(e) => {
-            eprintln!("meta-utl-mcp: {e}");
-            return ExitCode::from(2);
-        }
-    }
-    tracing::info!(database = %path.display(), "store opened");
     let profile = if cli.tools.is_empty() {
         Profile::all()
     } else {
         let families: Vec<ToolFamily> = cli.tools.iter().map(|f| (*f).into()).collect();
         Profile::only(&families)
     };
-    let app = match App::with_profile(store, profile) {
-        Ok(app) => app,
-        Err(e) => {
-            // A stored value out of its range is damage: name the file and the way out.
-            let e = match e {
-                StoreError::Corrupt(reason) => StoreError::Damaged {
-                    path: path.display(),
-                    reason,
-                },
-                other => other,
-            };
-            eprintln!("meta-utl-mcp: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let app = with_embedding(app, model);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -366,10 +354,38 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // The store opens on a thread of its own while the server starts and answers the
+    // handshake (`initialize`, `tools/list`, `ping`): creating a new database (schema, one
+    // sync) takes a few ms, and Claude Code starts a server for every session. A tool call
+    // waits for the store. A store that cannot be opened ends the process with exit status 2
+    // and the reason on stderr, as before; a tool call is never answered without it.
+    let app = with_embedding(App::opening(&path, profile), model);
+    let opener = {
+        let app = app.clone();
+        let retention = cli.event_retention_days;
+        std::thread::Builder::new()
+            .name("store-open".into())
+            .spawn(move || {
+                if let Err(message) = open_store(&app, &path, retention) {
+                    eprintln!("meta-utl-mcp: {message}");
+                    std::process::exit(2);
+                }
+            })
+    };
+    let opener = match opener {
+        Ok(thread) => thread,
+        Err(e) => {
+            eprintln!("meta-utl-mcp: cannot start the thread that opens the database: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let served = runtime.block_on(server::run_stdio(app, signals));
     // After the shutdown grace period, threads may still be blocked writing to a client that
     // stopped reading: the exit does not wait for them.
     runtime.shutdown_background();
+    // A client gone before the store was open (EOF at once): let the open finish, so that the
+    // store closes as usual instead of being cut off half-way.
+    let _ = opener.join();
     match served {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

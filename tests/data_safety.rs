@@ -125,7 +125,7 @@ fn damage_met_while_serving_stops_every_write() {
     let db = dir.path().join("state.db");
     with_directives(&db, 3000);
     let mut s = Server::start_at(&db, &[]);
-    assert_eq!(s.request("ping", Value::Null)["result"], json!({}));
+    s.ready();
 
     // Damage a page header under the running server (found by any read of the page), then
     // commit a harmless change from another connection: the server drops its page cache and
@@ -319,6 +319,40 @@ fn foreign_sqlite_files_are_refused_and_left_byte_identical() {
             .unwrap();
         assert_eq!((tables, mode.as_str()), (1, "delete"), "{}", db.display());
     }
+}
+
+/// The store opens while the server answers the handshake: a refused file may see
+/// `initialize` answered, but never a tool call, and it is still left byte-identical.
+#[test]
+fn a_refused_file_gets_no_tool_call_answered_even_after_the_handshake() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("customers.db");
+    foreign_file(&db, 0, 0);
+    let before = std::fs::read(&db).unwrap();
+    let input = format!(
+        "{}\n{}\n{}\n",
+        json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
+            "protocolVersion":"2025-06-18","capabilities":{},
+            "clientInfo":{"name":"data-safety","version":"1"}}}),
+        json!({"jsonrpc":"2.0","method":"notifications/initialized"}),
+        json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{
+            "name":"get_meta_learning_status","arguments":{}}}),
+    );
+    let (status, lines, stderr) = pipe(&db, input.as_bytes());
+    assert_eq!(status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("not a meta-utl-mcp database"), "{stderr}");
+    for line in &lines {
+        let answer: Value = serde_json::from_str(line).unwrap();
+        assert_eq!(
+            answer["id"], 1,
+            "only the handshake may be answered: {line}"
+        );
+        assert!(answer["result"]["serverInfo"].is_object(), "{line}");
+    }
+    assert!(
+        std::fs::read(&db).unwrap() == before,
+        "the refused file was changed"
+    );
 }
 
 #[test]

@@ -454,7 +454,7 @@ fn query_returns_the_latest_fifty_events_and_the_full_history_length(backend: Ba
 
 fn a_belief_asserted_in_one_process_is_found_by_another_at_once(backend: Backend) {
     let mut a = Server::start_on(backend);
-    a.request("ping", Value::Null);
+    a.ready();
     let mut b = Server::start_at(&a.db.clone(), &[]);
     act(&mut a, "hypothesize", "shared belief", Some(0.6));
     let v = act(&mut b, "verify", "Shared Belief", Some(0.9));

@@ -436,9 +436,8 @@ fn directive_history_orders_newest_first_and_paginates(backend: Backend) {
 
 fn a_lesson_logged_by_one_process_blocks_in_another_at_once(backend: Backend) {
     let mut a = Server::start_on(backend);
-    // Let the first process create and migrate the file before the second opens it (main's
-    // Store::open races when several processes create the same new file at once).
-    a.request("ping", Value::Null);
+    // Let the first process create and migrate the file before the second opens it.
+    a.ready();
     let mut b = Server::start_at(&a.db.clone(), &[]);
     assert_eq!(
         (check(&mut b, "shared", "pin the compiler version"))["blacklisted"],
@@ -461,14 +460,14 @@ fn a_lesson_logged_by_one_process_blocks_in_another_at_once(backend: Backend) {
 
 fn eight_processes_logging_the_same_lesson_yield_exactly_one(backend: Backend) {
     let mut first = Server::start_on(backend);
-    first.request("ping", Value::Null);
+    first.ready();
     let db = first.db.clone();
     const N: usize = 8;
     let servers: Vec<Server> = (0..N)
         .map(|_| {
             let mut s = Server::start_at(&db, &[]);
             // Make sure each process is up (migrations done) before the race.
-            s.request("ping", Value::Null);
+            s.ready();
             s
         })
         .collect();

@@ -81,7 +81,11 @@ fn an_unreachable_server_exits_2_within_seconds_naming_it_without_the_password()
     let took = started.elapsed();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(out.stdout.is_empty(), "nothing on stdout");
+    let lines: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect();
+    common::at_most_the_ping_answer(&lines);
     assert!(took < Duration::from_secs(15), "took {took:?}");
     for part in ["127.0.0.1", &port.to_string(), "teamdb", "someone"] {
         assert!(stderr.contains(part), "{part} not named: {stderr}");
@@ -174,7 +178,7 @@ fn a_database_whose_schema_holds_foreign_tables_is_refused_untouched() {
     let before = contents(&db, "meta_utl");
     let (status, lines, stderr) = pipe(&db.url, br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#);
     assert_eq!(status.code(), Some(2), "{stderr}");
-    assert!(lines.is_empty(), "nothing on stdout");
+    common::at_most_the_ping_answer(&lines);
     assert!(
         stderr.contains("not a meta-utl-mcp database") && stderr.contains(&db.name),
         "{stderr}"

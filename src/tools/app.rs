@@ -54,9 +54,13 @@ pub struct ToolReply {
 
 /// The shared application state: the cached service, the store, the published tool profile
 /// and the client session's negotiated protocol revision.
+///
+/// The server makes it before the store is open ([`App::opening`]), so that `initialize`,
+/// `tools/list` and `ping` are answered while a new database is being created; everything
+/// that needs the store waits until [`App::opened`] supplies it.
 pub struct App {
-    svc: RwLock<MetaLearningService>,
-    store: Store,
+    /// The cached service and the store, once opened.
+    core: std::sync::OnceLock<Core>,
     db_path: String,
     profile: Profile,
     session: mcp::Session,
@@ -66,6 +70,12 @@ pub struct App {
     tools_list: [std::sync::OnceLock<std::sync::Arc<Vec<u8>>>; 2],
     /// The embedding matcher: off until [`App::with_embedding`].
     semantic: Semantic,
+}
+
+/// The part of [`App`] that needs the opened store.
+struct Core {
+    svc: RwLock<MetaLearningService>,
+    store: Store,
 }
 
 impl App {
@@ -82,18 +92,45 @@ impl App {
     /// # Errors
     /// [`StoreError`] when the initial load fails.
     pub fn with_profile(store: Store, profile: Profile) -> Result<App, StoreError> {
-        let mut svc = MetaLearningService::new();
-        store.read(|db| store::sync(db, &mut svc))?;
-        let db_path = store.path().display();
-        Ok(App {
-            svc: RwLock::new(svc),
-            store,
-            db_path,
+        let app = App::opening(store.path(), profile);
+        app.opened(store)?;
+        Ok(app)
+    }
+
+    /// An app for the database at `path`, publishing the tools of `profile`, whose store is
+    /// still being opened: the protocol's own requests can be answered ([`App::instructions`],
+    /// [`App::tools_list`], [`App::session`]); a tool call waits until [`App::opened`].
+    pub fn opening(path: &store::DbPath, profile: Profile) -> App {
+        App {
+            core: std::sync::OnceLock::new(),
+            db_path: path.display(),
             profile,
             session: mcp::Session::default(),
             tools_list: Default::default(),
             semantic: Semantic::off(),
-        })
+        }
+    }
+
+    /// Supply the opened store (the one at the path given to [`App::opening`]) and load the
+    /// service state from it; every call waiting for the store goes on.
+    ///
+    /// # Errors
+    /// [`StoreError`] when the initial load fails (the app then still waits for a store), or
+    /// [`StoreError::Corrupt`] when the app has a store already.
+    pub fn opened(&self, store: Store) -> Result<(), StoreError> {
+        let mut svc = MetaLearningService::new();
+        store.read(|db| store::sync(db, &mut svc))?;
+        self.core
+            .set(Core {
+                svc: RwLock::new(svc),
+                store,
+            })
+            .map_err(|_| StoreError::Corrupt("the app was given a second store".into()))
+    }
+
+    /// The cached service and the store, waiting until [`App::opened`] supplies them.
+    fn core(&self) -> &Core {
+        self.core.wait()
     }
 
     /// This app with `semantic` as its embedding matcher (e.g. [`Semantic::loading`], then
@@ -122,13 +159,13 @@ impl App {
             .name("embedding".into())
             .spawn(move || {
                 if let Some(app) = app.upgrade() {
-                    crate::semantic::load_and_backfill(&app.semantic, &app.store, &dir);
+                    crate::semantic::load_and_backfill(&app.semantic, &app.core().store, &dir);
                 }
                 loop {
                     let wanted = requests.wait(BACKFILL_POLL);
                     let Some(app) = app.upgrade() else { return };
                     if wanted {
-                        crate::semantic::backfill_logged(&app.semantic, &app.store);
+                        crate::semantic::backfill_logged(&app.semantic, &app.core().store);
                     }
                 }
             })
@@ -253,10 +290,11 @@ impl App {
         &self,
         f: impl Fn(&ReadCtx<'_>) -> Result<T, ToolError>,
     ) -> Result<T, ToolError> {
+        let core = self.core();
         loop {
             {
-                let svc = self.svc.read();
-                let out = self.store.read(|db| {
+                let svc = core.svc.read();
+                let out = core.store.read(|db| {
                     if store::is_stale(db, &svc)? {
                         return Ok(None);
                     }
@@ -273,8 +311,8 @@ impl App {
                     return Ok(out);
                 }
             }
-            let mut svc = self.svc.write();
-            self.store.read(|db| store::sync(db, &mut svc))?;
+            let mut svc = core.svc.write();
+            core.store.read(|db| store::sync(db, &mut svc))?;
         }
     }
 
@@ -300,7 +338,8 @@ impl App {
         families: &[Family],
         f: impl FnOnce(&mut WriteCtx<'_>) -> Result<T, ToolError>,
     ) -> Result<T, ToolError> {
-        let mut svc = self.svc.write();
+        let core = self.core();
+        let mut svc = core.svc.write();
         // A handler that panics may leave the cached state half-changed while the store
         // rolls its transaction back: reload on the next call.
         struct StaleOnUnwind<'a>(&'a mut MetaLearningService);
@@ -313,7 +352,7 @@ impl App {
         }
         let guard = StaleOnUnwind(&mut svc);
         let svc: &mut MetaLearningService = guard.0;
-        let result = self.store.write(|db| {
+        let result = core.store.write(|db| {
             store::sync(db, svc)?;
             let out = {
                 let mut ctx = WriteCtx {
@@ -351,14 +390,15 @@ impl App {
     pub fn write_batch<T>(&self, f: impl FnOnce() -> T) -> Result<T, RpcError> {
         // The server's runs catch their own panics; this catch keeps the write executor alive,
         // and every write of the group answered, should the group itself ever unwind.
-        let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.store.batch(f)));
+        let core = self.core();
+        let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| core.store.batch(f)));
         let failure = match out {
             Ok(Ok(v)) => return Ok(v),
             Ok(Err(e)) => format!("Internal error: the write could not be committed: {e}"),
             Err(_) => "Internal error: the write could not be committed".to_string(),
         };
         // Nothing of the group is kept: reload the cached state on the next call.
-        self.svc.write().mark_stale();
+        core.svc.write().mark_stale();
         tracing::error!(error = %failure, "group commit failed");
         Err(RpcError::internal(failure))
     }

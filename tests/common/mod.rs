@@ -229,6 +229,12 @@ impl Server {
         }
     }
 
+    /// Wait until the server's store is open: a tool call is answered only then, while `ping`
+    /// and the handshake are answered as the store opens.
+    pub fn ready(&mut self) {
+        self.tool_ok("get_meta_learning_status", json!({}));
+    }
+
     /// Write raw bytes to stdin.
     pub fn send_raw(&mut self, bytes: &[u8]) {
         let stdin = self.stdin.as_mut().expect("stdin open");
@@ -457,6 +463,19 @@ pub fn pipe(db: &(impl AsRef<OsStr> + ?Sized), input: &[u8]) -> (ExitStatus, Vec
         stdout.lines().map(str::to_string).collect(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
+}
+
+/// Assert that `lines` hold nothing but the answer to `{"id":1,"method":"ping"}`: a server
+/// answers `ping` while its store opens, so a refused store may have answered it.
+pub fn at_most_the_ping_answer(lines: &[String]) {
+    for line in lines {
+        let answer: Value = serde_json::from_str(line).expect("an answer line is JSON");
+        assert_eq!(
+            answer,
+            json!({"jsonrpc":"2.0","id":1,"result":{}}),
+            "nothing but ping"
+        );
+    }
 }
 
 /// A `record_prediction` request line (no newline) with JSON-RPC id `id`, for embedder
