@@ -8,6 +8,8 @@
 //! connection's WAL hook (which replaces SQLite's automatic checkpoint) only notes the WAL's
 //! size and wakes this thread, which runs a `PASSIVE` checkpoint each [`CHECKPOINT_PAGES`]:
 //! it never takes the write lock and never waits, so writes go on while it copies and syncs.
+//! It starts once the writes pause for [`QUIET`] (its sync of the file stalls the WAL appends
+//! of writes made meanwhile), or without waiting once the WAL passes [`PATIENCE_PAGES`].
 //!
 //! A WAL restarts from its beginning only at a write that finds every page of it copied;
 //! writes committing during a checkpoint keep it a few pages short, so the WAL would grow.
