@@ -646,7 +646,12 @@ fn model_install_subcommand_refuses_a_bad_checksum_with_exit_2() {
     assert!(out.stdout.is_empty());
     assert!(!dest.exists());
 
+    // Into the default folder (under HOME, here a scratch one): a missing source creates
+    // nothing there, not even the parent folders.
+    let home = tmp.path().join("home");
+    std::fs::create_dir(&home).unwrap();
     let out = bin()
+        .env("HOME", &home)
         .args(["model", "install", "--from"])
         .arg(tmp.path().join("absent"))
         .output()
@@ -654,6 +659,7 @@ fn model_install_subcommand_refuses_a_bad_checksum_with_exit_2() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("absent"), "{stderr}");
+    assert_eq!(std::fs::read_dir(&home).unwrap().count(), 0, "{stderr}");
 
     let out = bin()
         .env_remove("HOME")

@@ -73,7 +73,7 @@ pub fn install_model(source: &Path, dest: &Path) -> Result<Installed, EmbeddingE
 /// `dest`. An existing `dest` is replaced: it is renamed aside first and removed after, so a
 /// reader sees the old model or the new one, never a mix (for the instant between the two
 /// renames, no folder at all). On any error nothing at `dest` changes and the temporary folder
-/// is removed. `dest`'s parent folders are created.
+/// is removed. `dest`'s parent folders are created, once `source` is found.
 ///
 /// # Errors
 /// [`EmbeddingError::BadSource`] (no such path, not a folder or zip, several models in one
@@ -86,6 +86,13 @@ pub fn install_model_checked(
     dest: &Path,
     expected_sha256: &str,
 ) -> Result<Installed, EmbeddingError> {
+    // Before anything is created at the destination (its parent folders included).
+    if !source.exists() {
+        return Err(EmbeddingError::BadSource {
+            path: source.to_path_buf(),
+            reason: "no such file or folder".into(),
+        });
+    }
     let (parent, name) = prepare_dest(dest)?;
 
     let staging = Staging::create(&parent, &name, "install")?;
