@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use candle_core::{DType, Device};
 use candle_nn::{VarBuilder, VarMap};
 use candle_transformers::models::bert::{BertModel, Config};
-use common::{leftovers, real_model};
+use common::{assert_no_leftovers, real_model};
 use meta_utl_mcp::embedding::{
     DEFAULT_MODEL_SHA256, Embedder, EmbeddingError, MODEL_ENV, install_model,
     install_model_checked, sha256_file,
@@ -438,7 +438,7 @@ fn install_refuses_weights_with_another_checksum() {
     }
     assert!(err.to_string().contains("nothing was installed"), "{err}");
     assert!(!dest.exists());
-    assert!(leftovers(&models).is_empty(), "{:?}", leftovers(&models));
+    assert_no_leftovers(&models);
 }
 
 #[test]
@@ -471,7 +471,7 @@ fn install_from_a_folder_copies_the_layout_only() {
     let embedder = Embedder::load(&dest).unwrap();
     assert_eq!(embedder.model_id(), "my-model");
     assert_eq!(embedder.embed(&["the cat"]).unwrap(), a);
-    assert!(leftovers(&tmp.path().join("a/b")).is_empty());
+    assert_no_leftovers(&tmp.path().join("a/b"));
 }
 
 #[test]
@@ -545,7 +545,7 @@ fn install_replaces_an_existing_model() {
     let installed = install_model_checked(&source, &dest, &sha).unwrap();
     assert!(installed.replaced);
     assert!(!dest.join("stale.txt").exists());
-    assert!(leftovers(&tmp.path().join("models")).is_empty());
+    assert_no_leftovers(&tmp.path().join("models"));
     // Installing again over a good model gives the same folder.
     install_model_checked(&source, &dest, &sha).unwrap();
     Embedder::load(&dest).unwrap();
@@ -591,11 +591,7 @@ fn install_refuses_sources_that_are_not_models() {
     let err = install_model(&source, &dest).unwrap_err();
     assert!(matches!(err, EmbeddingError::MissingFile { .. }), "{err:?}");
     assert!(!dest.exists());
-    assert!(
-        leftovers(tmp.path()).is_empty(),
-        "{:?}",
-        leftovers(tmp.path())
-    );
+    assert_no_leftovers(tmp.path());
 }
 
 #[test]

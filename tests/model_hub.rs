@@ -21,7 +21,7 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use common::{MODEL_ENV, Server, bin, leftovers, real_model};
+use common::{MODEL_ENV, Server, assert_no_leftovers, bin, real_model};
 use meta_utl_mcp::embedding::{DEFAULT_MODEL_SHA256, sha256_file};
 use serde_json::json;
 
@@ -299,7 +299,7 @@ fn a_model_installed_from_the_hub_is_loaded_and_used_by_the_server() {
         sha256_file(&dest.join("model.safetensors")).unwrap(),
         DEFAULT_MODEL_SHA256
     );
-    assert!(leftovers(dest.parent().unwrap()).is_empty());
+    assert_no_leftovers(dest.parent().unwrap());
 
     let seen = hub.seen();
     let first = &seen[0];
@@ -388,7 +388,7 @@ fn corrupted_weights_are_refused_naming_both_hashes_and_the_old_model_stays() {
         "the earlier model"
     );
     assert_eq!(std::fs::read_dir(&dest).unwrap().count(), 1);
-    assert!(leftovers(&models).is_empty(), "{:?}", leftovers(&models));
+    assert_no_leftovers(&models);
 }
 
 #[test]
@@ -409,7 +409,7 @@ fn a_missing_required_file_or_revision_is_exit_2_naming_the_url() {
     assert!(stderr.contains("the hub says: Entry not found"), "{stderr}");
     assert!(stderr.contains("Check OWNER/NAME and REVISION"), "{stderr}");
     assert!(!dest.exists());
-    assert!(leftovers(&tmp.path().join("models")).is_empty());
+    assert_no_leftovers(&tmp.path().join("models"));
     assert!(
         !hub.seen().iter().any(|r| r.path.contains("safetensors")),
         "the small files are checked before the weights are downloaded"
@@ -469,11 +469,7 @@ fn an_unreachable_endpoint_is_exit_2_naming_the_url() {
     );
     assert!(stderr.contains("HF_ENDPOINT"), "{stderr}");
     assert!(!dest.exists());
-    assert!(
-        leftovers(tmp.path()).is_empty(),
-        "{:?}",
-        leftovers(tmp.path())
-    );
+    assert_no_leftovers(tmp.path());
 }
 
 #[test]
@@ -561,11 +557,7 @@ fn a_transfer_cut_short_is_exit_2_naming_the_url() {
         "{stderr}"
     );
     assert!(!dest.exists());
-    assert!(
-        leftovers(tmp.path()).is_empty(),
-        "{:?}",
-        leftovers(tmp.path())
-    );
+    assert_no_leftovers(tmp.path());
 }
 
 /// An HTTP proxy on 127.0.0.1 that tunnels every `CONNECT host:port` to `upstream` (whatever

@@ -41,15 +41,16 @@ pub fn command() -> Command {
 /// weights (the server reads it too; `scripts/fetch_model.sh` makes the folder).
 pub const MODEL_ENV: &str = "META_UTL_EMBEDDING_MODEL";
 
-/// Names in `dir` that start with `.`: what a model install leaves behind if it fails to
-/// clean up (its staging, download and replaced folders are hidden siblings of the
-/// destination).
-pub fn leftovers(dir: &Path) -> Vec<String> {
-    std::fs::read_dir(dir)
+/// Assert that `dir` holds no name starting with `.`: what a model install leaves behind if it
+/// fails to clean up (its staging, download and replaced folders are hidden siblings of the
+/// destination). The message lists them.
+pub fn assert_no_leftovers(dir: &Path) {
+    let left: Vec<String> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .filter(|n| n.starts_with('.'))
-        .collect()
+        .collect();
+    assert!(left.is_empty(), "left in {}: {left:?}", dir.display());
 }
 
 /// The real embedding model's folder, or `None` after saying on stderr that `test` is skipped
