@@ -73,7 +73,7 @@ pub fn install_model(source: &Path, dest: &Path) -> Result<Installed, EmbeddingE
 /// `dest`. An existing `dest` is replaced: it is renamed aside first and removed after, so a
 /// reader sees the old model or the new one, never a mix (for the instant between the two
 /// renames, no folder at all). On any error nothing at `dest` changes and the temporary folder
-/// is removed. `dest`'s parent folders are created, once `source` is found.
+/// is removed. `dest`'s parent folders are created, and removed again if the install fails.
 ///
 /// # Errors
 /// [`EmbeddingError::BadSource`] (no such path, not a folder or zip, several models in one
@@ -86,13 +86,6 @@ pub fn install_model_checked(
     dest: &Path,
     expected_sha256: &str,
 ) -> Result<Installed, EmbeddingError> {
-    // Before anything is created at the destination (its parent folders included).
-    if !source.exists() {
-        return Err(EmbeddingError::BadSource {
-            path: source.to_path_buf(),
-            reason: "no such file or folder".into(),
-        });
-    }
     let (parent, name) = prepare_dest(dest)?;
 
     let staging = Staging::create(&parent, &name, "install")?;
@@ -150,12 +143,13 @@ pub(crate) fn move_into_place(
     })
 }
 
-/// Checks `dest` (it has a folder name, and is a folder if it exists), creates its parent
-/// folders, and returns the parent (`.` for a bare name) and the name.
+/// Checks `dest` (it has a folder name, and is a folder if it exists) and returns its parent
+/// (`.` for a bare name) and its name. Creates nothing: [`Staging::create`] makes the parent
+/// folders.
 ///
 /// # Errors
 /// [`EmbeddingError::BadSource`] for a destination without a folder name,
-/// [`EmbeddingError::Io`] when the parent cannot be created or `dest` is a file.
+/// [`EmbeddingError::Io`] when `dest` is a file.
 pub(crate) fn prepare_dest(dest: &Path) -> Result<(PathBuf, String), EmbeddingError> {
     let name = dest
         .file_name()
@@ -169,7 +163,6 @@ pub(crate) fn prepare_dest(dest: &Path) -> Result<(PathBuf, String), EmbeddingEr
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    std::fs::create_dir_all(&parent).map_err(|e| EmbeddingError::io(&parent, e))?;
     if dest.exists() && !dest.is_dir() {
         return Err(EmbeddingError::io(
             dest,
@@ -402,18 +395,34 @@ fn sync_dir(dir: &Path) -> Result<(), EmbeddingError> {
         .map_err(|e| EmbeddingError::io(dir, e))
 }
 
-/// A temporary folder beside the destination, removed on drop unless disarmed.
+/// A temporary folder beside the destination, removed on drop unless disarmed, with the
+/// destination's parent folders it had to create: a failed install leaves no empty
+/// `…/meta-utl-mcp/models` behind.
 pub(crate) struct Staging {
     path: PathBuf,
+    /// The parent folders this install created, innermost first.
+    created: Vec<PathBuf>,
     armed: bool,
 }
 
 impl Staging {
-    /// Creates `parent/.<name>.<kind>-<uuid>`.
+    /// Creates `parent` (and its missing ancestors), then `parent/.<name>.<kind>-<uuid>`.
     pub(crate) fn create(parent: &Path, name: &str, kind: &str) -> Result<Staging, EmbeddingError> {
+        let created: Vec<PathBuf> = parent
+            .ancestors()
+            .take_while(|p| !p.as_os_str().is_empty() && !p.exists())
+            .map(Path::to_path_buf)
+            .collect();
         let path = parent.join(format!(".{name}.{kind}-{}", uuid::Uuid::new_v4().simple()));
-        std::fs::create_dir(&path).map_err(|e| EmbeddingError::io(&path, e))?;
-        Ok(Staging { path, armed: true })
+        // Armed from here on, so that a failure below removes what was created.
+        let staging = Staging {
+            path,
+            created,
+            armed: true,
+        };
+        std::fs::create_dir_all(parent).map_err(|e| EmbeddingError::io(parent, e))?;
+        std::fs::create_dir(&staging.path).map_err(|e| EmbeddingError::io(&staging.path, e))?;
+        Ok(staging)
     }
 
     pub(crate) fn path(&self) -> &Path {
@@ -430,6 +439,10 @@ impl Drop for Staging {
     fn drop(&mut self) {
         if self.armed {
             let _ = std::fs::remove_dir_all(&self.path);
+            // Only if empty: another process may have put something there meanwhile.
+            for dir in &self.created {
+                let _ = std::fs::remove_dir(dir);
+            }
         }
     }
 }
