@@ -5,7 +5,7 @@
 //! cargo build --release && cargo run --release --example loadgen -- [--quick]
 //! cargo build --release && cargo run --release --example loadgen -- --scale [--quick]
 //! cargo build --release && cargo run --release --example loadgen -- --startup [--rmcp BIN] [--ab BIN] [--n N]
-//! cargo build --release && cargo run --release --example loadgen -- --tails [--quick] [--n N] [--only TOOL] [--ab OTHER_BINARY]
+//! cargo build --release && cargo run --release --example loadgen -- --tails [--quick] [--n N] [--only TOOL] [--ab OTHER_BINARY] [--slow-us US]
 //! cargo build --release && cargo run --release --example loadgen -- --backends postgres://USER@HOST:PORT [--quick]
 //! ```
 //!
@@ -286,7 +286,10 @@ fn main() {
     if std::env::args().any(|a| a == "--tails") {
         let n = value("--n").map(|v| v.parse().expect("--n takes a count"));
         let other = value("--ab").map(PathBuf::from);
-        tails::run(quick, n, value("--only").as_deref(), other.as_deref());
+        let slow = value("--slow-us").map(|v| {
+            Duration::from_micros(v.parse().expect("--slow-us takes a count of microseconds"))
+        });
+        tails::run(quick, n, value("--only").as_deref(), other.as_deref(), slow);
         return;
     }
     let scale = if quick { 10 } else { 1 };

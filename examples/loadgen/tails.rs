@@ -1,6 +1,6 @@
 //! Tail latency of every durable write tool, one call at a time over stdio.
 //!
-//! `cargo run --release --example loadgen -- --tails [--quick] [--n N] [--only TOOL] [--ab BIN]`
+//! `cargo run --release --example loadgen -- --tails [--quick] [--n N] [--only TOOL] [--ab BIN] [--slow-us US]`
 //!
 //! For each write tool of `tools/list` (annotation `readOnlyHint: false`), one fresh server on
 //! a fresh database file, a warm-up of 50 calls, then `N` calls (3,000 by default, 500 with
@@ -14,6 +14,13 @@
 //! Prints p50, p90, p99, p99.9 and the maximum in µs, and the ratios p99/p50 and p99.9/p50
 //! (targets: ≤ 3 and ≤ 10). On a machine shared with other builds much of the tail is time
 //! slices lost to them, which is why `--ab` exists: compare builds in one run, not runs.
+//!
+//! `--slow-us US` also prints, on stderr, each measured call that took longer than `US` µs: the
+//! tool, when it was sent (`CLOCK_MONOTONIC`, in seconds) and how long it took, so that slow
+//! calls can be matched with a system trace taken meanwhile on the same clock, for example
+//! `perf record -a -k CLOCK_MONOTONIC -e sched:sched_switch -e sched:sched_wakeup
+//! -e syscalls:sys_enter_fsync -e syscalls:sys_exit_fsync -g` (docs/PERFORMANCE.md shows what
+//! that found).
 //!
 //! `--ab BIN` runs the same calls against the server binary `BIN` too (another build, on its
 //! own database), alternating blocks of 100 calls between the two, so that both see the same
@@ -73,13 +80,34 @@ impl Subject {
         }
     }
 
-    fn measure(&mut self, name: &str, example: &Value, i: u64) {
+    /// Call `name` once and record the round trip; past `slow`, print it (see the module doc).
+    fn measure(&mut self, name: &str, example: &Value, i: u64, slow: Option<Duration>) {
         let line = call(i, name, &args(name, example, i));
+        let sent = monotonic_seconds();
         let t = Instant::now();
         self.proc.send(&line);
         self.proc.recv();
-        self.wall.push(t.elapsed());
+        let took = t.elapsed();
+        if slow.is_some_and(|s| took > s) {
+            eprintln!(
+                "slow call: {name} sent at {sent:.6} s (CLOCK_MONOTONIC) took {:.0} µs",
+                took.as_secs_f64() * 1e6
+            );
+        }
+        self.wall.push(took);
     }
+}
+
+/// Now on `CLOCK_MONOTONIC`, the clock `perf record -k CLOCK_MONOTONIC` stamps events with, in
+/// seconds.
+fn monotonic_seconds() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec for the duration of the call.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
 }
 
 fn row(label: &str, mut lat: Vec<Duration>) {
@@ -96,8 +124,15 @@ fn row(label: &str, mut lat: Vec<Duration>) {
     );
 }
 
-/// Run the tails table; `only` restricts it to one tool, `other` adds an A/B subject.
-pub(super) fn run(quick: bool, n: Option<usize>, only: Option<&str>, other: Option<&Path>) {
+/// Run the tails table; `only` restricts it to one tool, `other` adds an A/B subject, `slow`
+/// prints the calls slower than it.
+pub(super) fn run(
+    quick: bool,
+    n: Option<usize>,
+    only: Option<&str>,
+    other: Option<&Path>,
+    slow: Option<Duration>,
+) {
     let n = n.unwrap_or(if quick { 500 } else { 3_000 });
     let dir = tempfile::tempdir().unwrap();
     let tools = {
@@ -128,7 +163,7 @@ pub(super) fn run(quick: bool, n: Option<usize>, only: Option<&str>, other: Opti
         for block in (50..50 + n as u64).collect::<Vec<_>>().chunks(100) {
             for (_, s) in &mut subjects {
                 for &i in block {
-                    s.measure(&name, &example, i);
+                    s.measure(&name, &example, i, slow);
                 }
             }
         }
