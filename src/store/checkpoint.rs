@@ -63,16 +63,19 @@ const UNLOCKED_PASSES: usize = 4;
 const CATCH_UP_PAGES: i64 = 64;
 
 /// How long the serving connection must have committed nothing before a checkpoint of fewer
-/// than [`RESTART_PAGES`] starts. A checkpoint's sync of the database file stalls the WAL
-/// appends of writes made meanwhile on this project's VM (a 4 KB `pwrite` took 10 ms under
-/// strace), so checkpoints wait for a pause: an agent pauses seconds between calls, and a
-/// burst of back-to-back writes is checkpointed after it; a burst that takes the WAL past
+/// than [`RESTART_PAGES`] starts. On this project's VM the writes answered while a
+/// checkpoint's syncs are under way are the slow ones (in a traced burst, 14 of the 18 calls
+/// over 1 ms overlapped a sync, which was under way 13 % of the time; see docs/PERFORMANCE.md),
+/// so checkpoints wait for a pause: an agent pauses seconds between calls, and a burst of
+/// back-to-back writes is checkpointed after it; a burst that takes the WAL past
 /// [`PATIENCE_PAGES`] is checkpointed every [`CHECKPOINT_PAGES`] without waiting, as before.
 pub const QUIET: Duration = Duration::from_millis(10);
 
 /// WAL pages past which checkpoints no longer wait for [`QUIET`] (4,096 pages: 16 MiB at the
 /// default 4 KiB page), so that a long burst's last checkpoint before the WAL restarts
-/// ([`RESTART_PAGES`]) stays small.
+/// ([`RESTART_PAGES`]) stays small. A larger bound only moves the stall: 16,384 removed it
+/// from bursts that stayed under it, and a burst that passed it paid one checkpoint of 64 MiB
+/// of WAL, up to 50 ms (docs/PERFORMANCE.md).
 pub const PATIENCE_PAGES: u32 = 4_096;
 
 /// What the serving connection's WAL hook and the thread share.
