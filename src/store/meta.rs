@@ -267,8 +267,8 @@ pub(crate) fn windows_to_write(m: &MetaState, windows: Windows) -> Vec<(usize, &
 
 /// The operator's reset of `scope` (`reset_meta_learning`, and `escalations ack` of the
 /// console): [`MetaState::reset`], an `OVERRIDE` directive-history entry by `actor` naming the
-/// scope and `rationale`, the state with every accuracy window saved, and the `self_healing`
-/// event appended. Returns the event and the entry. Call inside a write transaction and bump
+/// scope and `rationale`, the state saved (with every accuracy window for scope `all`, the
+/// only one that empties them), and the `self_healing` event appended. Returns the event and the entry. Call inside a write transaction and bump
 /// the `Meta` family, as the tool does.
 ///
 /// # Errors
@@ -290,7 +290,12 @@ pub fn reset_recorded(
         now,
     );
     directives::insert(db, &directive)?;
-    save(db, m, Windows::All)?;
+    let windows = if scope == ResetScope::All {
+        Windows::All
+    } else {
+        Windows::None
+    };
+    save(db, m, windows)?;
     insert_events(db, std::slice::from_ref(&event))?;
     Ok((event, directive))
 }
@@ -922,6 +927,28 @@ mod tests {
         m.reset(ResetScope::All, "test", Utc::now());
         store.write(|db| save(db, &m, Windows::All)).unwrap();
         assert_eq!(store.read(load).unwrap(), as_stored(&m));
+    }
+
+    #[test]
+    fn every_reset_scope_leaves_the_stored_state_equal_to_the_state_in_memory() {
+        for scope in ResetScope::ALL {
+            let store = Store::open(&DbPath::Memory).unwrap();
+            let mut m = MetaState::default();
+            for p in predictions(150) {
+                m.record_prediction(&p, p.timestamp);
+                store
+                    .write(|db| save(db, &m, Windows::Prediction(p.embedder_index)))
+                    .unwrap();
+            }
+            let before = m.global.len();
+            store
+                .write(|db| reset_recorded(db, &mut m, scope, "test", "operator", Utc::now()))
+                .unwrap();
+            // Only `all` empties the windows; the others keep them, stored as they were.
+            assert_eq!(m.global.is_empty(), scope == ResetScope::All, "{scope:?}");
+            assert!(before > 0);
+            assert_eq!(store.read(load).unwrap(), as_stored(&m), "{scope:?}");
+        }
     }
 
     #[test]
