@@ -26,7 +26,7 @@
 //! server thread that wakes on its CPU preempts it at once. At nice 10 (inherited from the
 //! thread that opens the store) a pass held a CPU for up to 3 ms while a write's next step
 //! waited behind it with the other CPU idle; under `SCHED_IDLE`, p99 of `log_lesson_learned`
-//! and `reset_meta_learning` went from 4.3–5.3 × p50 to 2.9–3.4 × (docs/PERFORMANCE.md). The
+//! and `reset_meta_learning` went from 3.8–5.5 × p50 to 2.9–3.7 × (docs/PERFORMANCE.md). The
 //! steps that hold up this process's writes (the catch-up on the serving connection, a
 //! `TRUNCATE` checkpoint) stay on this thread, under the normal policy, so that a busy host
 //! can delay a copy but never starve a step the writes wait for.
