@@ -990,7 +990,7 @@ impl MetaState {
             self.bayesian_failures = 0;
             self.human_review_required = false;
         }
-        if scope == ResetScope::All {
+        if scope.empties_windows() {
             self.global = Window::default();
             self.embedders = Default::default();
             self.alert_active = false;
@@ -1023,6 +1023,12 @@ impl ResetScope {
             ResetScope::Escalation => "escalation",
             ResetScope::All => "all",
         }
+    }
+
+    /// Whether [`MetaState::reset`] of this scope empties the rolling accuracy windows (only
+    /// `all` does); the store rewrites the windows exactly then.
+    pub fn empties_windows(self) -> bool {
+        self == ResetScope::All
     }
 }
 

@@ -267,8 +267,9 @@ pub(crate) fn windows_to_write(m: &MetaState, windows: Windows) -> Vec<(usize, &
 
 /// The operator's reset of `scope` (`reset_meta_learning`, and `escalations ack` of the
 /// console): [`MetaState::reset`], an `OVERRIDE` directive-history entry by `actor` naming the
-/// scope and `rationale`, the state saved (with every accuracy window for scope `all`, the
-/// only one that empties them), and the `self_healing` event appended. Returns the event and the entry. Call inside a write transaction and bump
+/// scope and `rationale`, the state saved (with every accuracy window when the scope
+/// [empties them](ResetScope::empties_windows)), and the `self_healing` event appended.
+/// Returns the event and the entry. Call inside a write transaction and bump
 /// the `Meta` family, as the tool does.
 ///
 /// # Errors
@@ -290,7 +291,7 @@ pub fn reset_recorded(
         now,
     );
     directives::insert(db, &directive)?;
-    let windows = if scope == ResetScope::All {
+    let windows = if scope.empties_windows() {
         Windows::All
     } else {
         Windows::None
