@@ -115,17 +115,23 @@ impl App {
     /// service state from it; every call waiting for the store goes on.
     ///
     /// # Errors
-    /// [`StoreError`] when the initial load fails (the app then still waits for a store), or
-    /// [`StoreError::Corrupt`] when the app has a store already.
+    /// [`StoreError`] when the initial load fails (the app then still waits for a store).
+    ///
+    /// # Panics
+    /// When the app has a store already: each app is opened once, by whoever made it with
+    /// [`App::opening`] (a second store is a bug in the caller, not damage in the file).
     pub fn opened(&self, store: Store) -> Result<(), StoreError> {
         let mut svc = MetaLearningService::new();
         store.read(|db| store::sync(db, &mut svc))?;
-        self.core
+        let second = self
+            .core
             .set(Core {
                 svc: RwLock::new(svc),
                 store,
             })
-            .map_err(|_| StoreError::Corrupt("the app was given a second store".into()))
+            .is_err();
+        assert!(!second, "App::opened called on an app that has its store");
+        Ok(())
     }
 
     /// The cached service and the store, waiting until [`App::opened`] supplies them.
@@ -426,6 +432,13 @@ mod tests {
     use super::*;
     use crate::tools::registry;
     use serde_json::json;
+
+    #[test]
+    #[should_panic(expected = "App::opened called on an app that has its store")]
+    fn an_app_takes_one_store_only() {
+        let app = App::new(Store::open(&store::DbPath::Memory).unwrap()).unwrap();
+        let _ = app.opened(Store::open(&store::DbPath::Memory).unwrap());
+    }
 
     #[test]
     fn a_group_commit_that_unwinds_keeps_nothing_and_the_app_recovers() {
