@@ -88,7 +88,8 @@ fn events(dir: &Path, quick: bool) {
     let samples = if quick { 200 } else { 1_000 };
     let mut stored = 0;
     let mut points = Vec::new();
-    for &size in sizes.iter().filter(|&&s| s <= up_to()) {
+    let last = up_to();
+    for &size in sizes.iter().filter(|&&s| s <= last) {
         populate_events(&db, size - stored);
         stored = size;
         let mut cells = Vec::new();
@@ -200,7 +201,8 @@ fn lessons(dir: &Path, quick: bool) {
     let mut rng = StdRng::seed_from_u64(0x5ca1e);
     let mut stored = 0;
     let mut points = Vec::new();
-    for &size in sizes.iter().filter(|&&s| s <= up_to()) {
+    let last = up_to();
+    for &size in sizes.iter().filter(|&&s| s <= last) {
         populate_lessons(&db, stored, size, &mut rng);
         stored = size;
         let mut p = Proc::start(&db);
@@ -288,7 +290,8 @@ fn vertices(dir: &Path, quick: bool) {
     let line = call(1, "gwt_compute_delta_sc", &args);
     let mut stored = 0;
     let mut points = Vec::new();
-    for &size in sizes.iter().filter(|&&s| s <= up_to()) {
+    let last = up_to();
+    for &size in sizes.iter().filter(|&&s| s <= last) {
         let store = Store::open(&DbPath::File(db.clone())).unwrap();
         // One transaction per 10,000 vertices keeps the WAL (53 KB per vertex) bounded.
         for from in (stored..size).step_by(10_000) {
