@@ -118,7 +118,15 @@ fn listed_with_schemas_and_reachable_by_aliases(backend: Backend) {
     for r in ["vertex_id", "old_fingerprint", "new_fingerprint"] {
         assert!(required.contains(&json!(r)), "{r} required");
     }
-    let fp_props = &tool["inputSchema"]["properties"]["new_fingerprint"]["properties"];
+    // Both fingerprints refer to one definition of the 13 fields (`$defs`, written once).
+    let schema = &tool["inputSchema"];
+    for arg in ["old_fingerprint", "new_fingerprint"] {
+        assert_eq!(
+            schema["properties"][arg]["$ref"], "#/$defs/fingerprint",
+            "{arg}"
+        );
+    }
+    let fp_props = &schema["$defs"]["embeddings"]["properties"];
     for (field, _) in FIELDS {
         assert!(fp_props.get(field).is_some(), "{field} in schema");
     }

@@ -621,7 +621,8 @@ fn set_lesson_active_by_task_and_strategy_and_its_argument_rules(backend: Backen
 }
 
 fn every_published_example_succeeds_in_listing_order_on_a_fresh_database(backend: Backend) {
-    // What the Python SDK client in .ci/run does: call each tool's inputSchema.examples[0].
+    // What the Python SDK client in .ci/run does: call each tool's published example
+    // (`_meta["meta-utl-mcp/example"]`).
     let mut s = Server::start_on(backend);
     let tools = s.request("tools/list", Value::Null)["result"]["tools"].clone();
     let ours = [
@@ -639,7 +640,7 @@ fn every_published_example_succeeds_in_listing_order_on_a_fresh_database(backend
             continue;
         }
         seen += 1;
-        s.tool_ok(name, t["inputSchema"]["examples"][0].clone());
+        s.tool_ok(name, t["_meta"]["meta-utl-mcp/example"].clone());
     }
     assert_eq!(seen, ours.len());
 }
@@ -747,23 +748,30 @@ fn task_ids_match_ignoring_case_width_and_surrounding_spaces(backend: Backend) {
     );
 }
 
+/// Said once, where task ids are made (every byte of a description is sent to the model with
+/// every request); the blacklist check points there.
 fn the_task_id_descriptions_say_how_task_ids_are_matched(backend: Backend) {
     let mut s = Server::start_on(backend);
     let tools = s.request("tools/list", Value::Null)["result"]["tools"].clone();
-    for t in tools.as_array().unwrap() {
-        let Some(task_id) = t["inputSchema"]["properties"].get("task_id") else {
-            continue;
-        };
-        if t["name"] == "record_directive" || t["name"].as_str().unwrap().contains("lesson") {
-            let d = task_id["description"].as_str().unwrap();
-            let d = d.split_whitespace().collect::<Vec<_>>().join(" ");
-            assert!(
-                d.contains("ignor") && d.contains("case, width and surrounding spaces"),
-                "{}: {d}",
-                t["name"]
-            );
-        }
-    }
+    let task_id = |name: &str| {
+        let t = tools
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == name)
+            .unwrap();
+        let d = t["inputSchema"]["properties"]["task_id"]["description"]
+            .as_str()
+            .unwrap();
+        d.split_whitespace().collect::<Vec<_>>().join(" ")
+    };
+    let d = task_id("log_lesson_learned");
+    assert!(
+        d.contains("ignores case, width and surrounding spaces"),
+        "{d}"
+    );
+    let d = task_id("check_strategy_blacklist");
+    assert!(d.contains("as in log_lesson_learned"), "{d}");
 }
 
 #[test]

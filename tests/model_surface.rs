@@ -12,6 +12,46 @@ common::both_backends!(
     annotations_tell_the_truth,
 );
 
+/// The keys an input schema may have at its top: the Anthropic API refuses a tool whose
+/// `input_schema` has `oneOf`, `anyOf`, `allOf`, `not` or `if`/`then`/`else` there, and
+/// Claude Code then drops the tool without a word (three of ours were, before).
+const TOP_LEVEL_KEYS: &[&str] = &[
+    "type",
+    "properties",
+    "required",
+    "additionalProperties",
+    "$defs",
+];
+
+#[test]
+fn every_input_schema_is_a_plain_object_at_the_top() {
+    let mut s = Server::start();
+    let r = s.request("tools/list", Value::Null);
+    let tools = r["result"]["tools"].as_array().unwrap();
+    assert_eq!(tools.len(), 16);
+    for t in tools {
+        let name = t["name"].as_str().unwrap();
+        let schema = t["inputSchema"].as_object().unwrap();
+        assert_eq!(schema["type"], "object", "{name}");
+        for key in schema.keys() {
+            assert!(
+                TOP_LEVEL_KEYS.contains(&key.as_str()),
+                "{name}: inputSchema has '{key}' at the top; allowed: {TOP_LEVEL_KEYS:?}"
+            );
+        }
+        // Every `$ref` is local and resolves.
+        let text = t["inputSchema"].to_string();
+        for r in text.split("\"$ref\":\"").skip(1) {
+            let target = r.split('"').next().unwrap();
+            let pointer = target.strip_prefix('#').expect("a local $ref");
+            assert!(
+                t["inputSchema"].pointer(pointer).is_some(),
+                "{name}: {target}"
+            );
+        }
+    }
+}
+
 /// One invalid call per family, with a word its message must contain.
 fn invalid_calls() -> Vec<(&'static str, Value, &'static str)> {
     vec![

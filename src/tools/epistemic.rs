@@ -14,8 +14,8 @@ use super::{Annotations, Answer, Tool, ToolDef, ToolError, WriteCtx, WriteTool};
 use crate::service::Family;
 use crate::service::epistemic::{
     ActionRequest, ActionType, Belief, BeliefEvent, BeliefStatus, DEFAULT_CONFIDENCE, DENIED_BELOW,
-    MAX_RATIONALE_CHARS, MAX_TARGET_CHARS, Outcome as ActionOutcome, PROB_MAX, PROB_MIN,
-    UncertaintyType, VERIFIED_ABOVE, WorkspaceSummary, apply_action,
+    MAX_RATIONALE_CHARS, MAX_TARGET_CHARS, Outcome as ActionOutcome, UncertaintyType,
+    VERIFIED_ABOVE, WorkspaceSummary, apply_action,
 };
 use crate::store::beliefs;
 
@@ -57,19 +57,16 @@ pub struct EpistemicAction;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ActionInput {
-    /// What to do: `hypothesize` (record a tentative belief, e.g. a suspected cause of a bug),
-    /// `verify` (update its confidence with evidence), `assert` (record a belief you hold),
-    /// `retract` (withdraw it), `query` (look it up with its history).
+    /// hypothesize or assert a belief, verify it with evidence, retract it (history kept), or
+    /// query it.
     pub action_type: OneOf<ActionType>,
-    /// The belief, as a statement (1–4096 characters). Matched ignoring case and extra spaces,
-    /// so the same statement written differently finds the same belief.
+    /// The belief, as a statement.
     pub target: NonBlank<MAX_TARGET_CHARS>,
-    /// A probability in [0, 1], default 0.5. For assert and hypothesize: how confident you are.
-    /// For verify: how strongly the new evidence supports the belief (0.5 changes nothing, 0.9
-    /// is strong support, 0.1 strong evidence against). Ignored by query and retract.
+    /// hypothesize, assert: your confidence. verify: how strongly the evidence supports the
+    /// belief (0.5 neutral, 0.1 strong evidence against).
     #[schemars(extend("default" = DEFAULT_CONFIDENCE))]
     pub confidence: Option<Num<UnitInterval>>,
-    /// Why (1–1024 characters): the observation or reasoning behind this action.
+    /// The observation or reasoning behind this action.
     pub rationale: NonBlank<MAX_RATIONALE_CHARS>,
     /// Optional context.
     pub context: Option<ActionContext>,
@@ -79,10 +76,9 @@ pub struct ActionInput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ActionContext {
-    /// Ids of related stored items, if you track any (UUIDs); kept with the belief.
+    /// Ids of related stored items.
     pub source_nodes: Option<Vec<WireUuid>>,
-    /// `epistemic` (more evidence would settle it), `aleatory` (inherent randomness, e.g. a
-    /// flaky test), or `mixed`.
+    /// epistemic: more evidence would settle it; aleatory: inherent randomness (a flaky test).
     pub uncertainty_type: Option<OneOf<UncertaintyType>>,
 }
 
@@ -329,16 +325,10 @@ impl ToolDef for EpistemicAction {
     const TITLE: &'static str = "Track a belief";
     fn description() -> String {
         format!(
-            "Keep hypotheses and beliefs while you work, for example suspected causes of a bug, \
-             and update them as evidence comes in; they persist across sessions. hypothesize \
-             records a tentative belief; verify combines its confidence with new evidence by \
-             Bayes' rule in log-odds (posterior = sigmoid(logit(prior) + logit(evidence)); prior, \
-             evidence and posterior are clamped to [{PROB_MIN}, {PROB_MAX}]), marking it verified \
-             above {VERIFIED_ABOVE} and denied below {DENIED_BELOW}; assert records a belief you \
-             hold; retract withdraws one (its history is kept); query shows it with its history. \
-             Beliefs are matched by statement, ignoring case and extra spaces. verify or retract \
-             of an unknown belief fails with BELIEF_NOT_FOUND. Every answer includes counts and \
-             mean confidence of the whole workspace."
+            "Keep hypotheses and beliefs while you work (e.g. suspected causes of a bug) and \
+             update them with evidence; they persist across sessions. verify applies Bayes' \
+             rule in log-odds: verified above {VERIFIED_ABOVE}, denied below {DENIED_BELOW}. \
+             Beliefs are matched by statement, ignoring case and spacing."
         )
     }
     const ANNOTATIONS: Annotations = Annotations {

@@ -98,6 +98,10 @@ pub struct WriteCtx<'a> {
 /// Examples larger than this are kept out of `tools/list` (see [`Tool::to_json`]).
 pub const MAX_PUBLISHED_EXAMPLE_BYTES: usize = 2048;
 
+/// The `_meta` key under which `tools/list` publishes a tool's example arguments (see
+/// [`Tool::to_json`]).
+pub const EXAMPLE_META_KEY: &str = "meta-utl-mcp/example";
+
 /// How a tool runs.
 #[derive(Clone, Copy)]
 pub enum Handler {
@@ -282,21 +286,16 @@ impl Tool {
         matches!(self.handler, Handler::Write(..))
     }
 
-    /// The `tools/list` entry. The example arguments are published as the input schema's
-    /// JSON Schema `examples` annotation when they are small (at most
-    /// [`MAX_PUBLISHED_EXAMPLE_BYTES`]): a client puts the whole list into the model's context,
-    /// and a pair of full 13-embedder fingerprints is 50 KB.
+    /// The `tools/list` entry. The example arguments are published under `_meta`
+    /// ([`EXAMPLE_META_KEY`]) when they are small (at most [`MAX_PUBLISHED_EXAMPLE_BYTES`]), for
+    /// scripts and client tests to call the tool with; not in the input schema, which clients
+    /// such as Claude Code send to their model with every request (1.8 KB for the 16 tools).
     pub fn to_json(&self) -> Value {
-        let mut input = (self.input_schema)();
-        let example = (self.example)();
-        if example.to_string().len() <= MAX_PUBLISHED_EXAMPLE_BYTES {
-            input["examples"] = json!([example]);
-        }
-        json!({
+        let mut entry = json!({
             "name": self.name,
             "title": self.title,
             "description": (self.description)(),
-            "inputSchema": input,
+            "inputSchema": (self.input_schema)(),
             "outputSchema": (self.output_schema)(),
             "annotations": {
                 "title": self.title,
@@ -305,6 +304,11 @@ impl Tool {
                 "idempotentHint": self.annotations.idempotent,
                 "openWorldHint": false,
             },
-        })
+        });
+        let example = (self.example)();
+        if example.to_string().len() <= MAX_PUBLISHED_EXAMPLE_BYTES {
+            entry["_meta"] = json!({ EXAMPLE_META_KEY: example });
+        }
+        entry
     }
 }

@@ -91,9 +91,11 @@ def fingerprint(seed: int) -> dict:
 
 
 def example_for(tool) -> dict | None:
-    examples = (field(tool, "input_schema") or {}).get("examples") or []
-    if examples:
-        return examples[0]
+    # The server publishes each tool's example arguments under _meta (the SDK's `meta`), not in
+    # the input schema that clients send to their model.
+    example = (getattr(tool, "meta", None) or {}).get("meta-utl-mcp/example")
+    if example is not None:
+        return example
     if tool.name == "gwt_compute_delta_sc":
         return {"vertex_id": "6f1c1c4e-8e0a-4c55-9a43-1d1f0a9b2c3d",
                 "old_fingerprint": fingerprint(1), "new_fingerprint": fingerprint(2)}
@@ -188,7 +190,7 @@ async def exercise(binary: str, era: str) -> None:
                 for tool_name, tool in tools.items():
                     args = example_for(tool)
                     if args is None:
-                        check(f"{era}: {tool_name} has an example", False, "no inputSchema.examples")
+                        check(f"{era}: {tool_name} has an example", False, "no _meta example")
                         continue
                     try:
                         result = await session.call_tool(tool_name, args)

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+pub mod claude;
 pub mod demo;
 pub mod pg;
 
@@ -21,6 +22,66 @@ pub const RESPONSE_TIMEOUT: Duration = Duration::from_secs(30);
 /// JSON-RPC "invalid params": how revisions before MCP 2025-11-25 answer invalid tool
 /// arguments; [`Server::tool_err`] reports it for the tool-result form too.
 pub const INVALID_ARGUMENTS: i64 = -32602;
+
+/// Rules between top-level fields, which a client accepts in no input schema (no `oneOf`,
+/// `allOf`, `if`/`then` or `not` at the top) and which the fields' descriptions state instead:
+/// a call the schema accepts and the server refuses with one of these messages is counted and
+/// printed, not failed. (tool, words of the server's message, the rule)
+pub const CROSS_FIELD_RULES: &[(&str, &str, &str)] = &[
+    (
+        "record_prediction",
+        "cannot be combined with 'prediction_id'",
+        "prediction_id goes without the stored fields",
+    ),
+    (
+        "record_prediction",
+        "or send prediction_id and actual",
+        "embedder_index and predicted unless prediction_id",
+    ),
+    (
+        "record_prediction",
+        "go together: send both or neither",
+        "delta_s and delta_c together",
+    ),
+    (
+        "set_lesson_active",
+        "give either 'lesson_id', or both 'task_id' and 'strategy'",
+        "lesson_id, or task_id and strategy",
+    ),
+    (
+        "trigger_recalibration",
+        "applies to level 3 only",
+        "reset and seed with level 3",
+    ),
+];
+
+/// Schema truth on one call answered over the wire: the published `schema` and the server
+/// agree on `args`, but for the two documented differences (`wire::canonical_choices`: the
+/// schema names one spelling of a case-insensitive choice; [`CROSS_FIELD_RULES`]: rules between
+/// top-level fields are stated in descriptions). `answer` is the server's JSON-RPC response.
+pub fn assert_schema_agrees(tool: &str, schema: &Value, args: &Value, answer: &Value) {
+    let validator = jsonschema::validator_for(schema).unwrap();
+    let server_ok = answer.get("result").is_some_and(|x| x["isError"] != true);
+    let schema_ok = validator.is_valid(args);
+    if schema_ok == server_ok {
+        return;
+    }
+    if server_ok {
+        let canonical = meta_utl_mcp::tools::wire::canonical_choices(schema, args);
+        assert!(
+            validator.is_valid(&canonical),
+            "{tool} {args}: the schema refuses a call the server serves, not for casing: {answer}"
+        );
+    } else {
+        let refusal = answer.to_string();
+        assert!(
+            CROSS_FIELD_RULES
+                .iter()
+                .any(|(t, words, _)| *t == tool && refusal.contains(words)),
+            "{tool} {args}: the schema accepts a call the server refuses: {answer}"
+        );
+    }
+}
 
 /// Path of the binary under test.
 pub fn bin() -> &'static str {

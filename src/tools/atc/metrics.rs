@@ -65,18 +65,15 @@ pub struct GetCalibrationMetrics;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MetricsInput {
-    /// Only observations whose timestamp lies within this period before now: 1h, 24h, 7d or
-    /// 30d (default 24h).
+    /// The period before now.
     #[schemars(extend("default" = "24h"))]
     pub timeframe: Option<OneOf<Timeframe>>,
-    /// Optional, leave out for every domain: only this domain's observations (any case). Also
-    /// the domain whose drift and level 4 schedule are reported (default General).
+    /// Only this domain's observations (default all; drift and level 4 are reported for
+    /// General then).
     pub domain: Option<OneOf<AtcDomain>>,
-    /// Optional, leave out for every embedder: only this embedder's observations (1–13).
+    /// Only this embedder's observations (default all).
     pub embedder_id: Option<EmbedderNo>,
-    /// Include the reliability bins (confidence vs accuracy per bin), raw and calibrated.
-    /// Default false.
-    #[schemars(extend("default" = false))]
+    /// Include the reliability bins, raw and calibrated.
     pub include_bins: Option<bool>,
 }
 
@@ -133,16 +130,12 @@ impl ToolDef for GetCalibrationMetrics {
     fn description() -> String {
         let bands: Vec<String> = CalibrationStatus::BANDS
             .iter()
-            .map(|(s, below)| format!("{} below {below}", s.as_str()))
+            .map(|(s, below)| format!("{} < {below}", s.as_str()))
             .collect();
         format!(
-            "Measure how well recorded confidences match outcomes over a recent period: \
-             expected and maximum calibration error (ECE, MCE, over {N_BINS} equal-width \
-             confidence bins) and Brier score of the observations in the timeframe (1h, 24h, 7d \
-             or 30d; default 24h), as reported and after temperature scaling, optionally for \
-             one domain or embedder. Returns the status band ({}, else Critical), the \
-             recalibration levels worth running with a sentence each, and per-bin reliability \
-             data when include_bins is true. Read-only.",
+            "Measure how well recorded confidences match outcomes: ECE and MCE over {N_BINS} \
+             equal-width bins and the Brier score, raw and after temperature scaling, with a \
+             status band ({}, else Critical) and the levels worth running.",
             bands.join(", ")
         )
     }

@@ -14,11 +14,8 @@ use super::output::{MetricsPairOut, recommendations};
 use super::{AtcDomain, DEFAULT_DOMAIN, LEVEL_HINT, LevelNo, level_list};
 use crate::service::Family;
 use crate::service::atc::RunMode;
-use crate::service::atc::bandit::CANDIDATES;
-use crate::service::atc::level4::MIN_OBSERVATIONS;
 use crate::service::atc::recalibrate::{Action, Level, LevelReport, MetricsScope, Recalibration};
 use crate::service::atc::state::Level4Outcome;
-use crate::service::atc::temperature::{CV_FOLDS, MIN_SAMPLES};
 use crate::service::lessons::DEFAULT_ACTOR;
 use crate::service::vocab::{Domain, NUM_EMBEDDERS};
 use crate::store::atc as atc_store;
@@ -32,35 +29,24 @@ pub const MAX_SEED: i64 = 9_007_199_254_740_991;
 /// `trigger_recalibration`.
 pub struct TriggerRecalibration;
 
-/// Arguments of `trigger_recalibration`. `reset` and `seed` apply to level 3 only (the schema
-/// says so with `if`/`else` on `level`).
+/// Arguments of `trigger_recalibration`. `reset` and `seed` apply to level 3 only: stated in
+/// their descriptions, not as a top-level `if`/`else` (a client's model API refuses one there),
+/// and enforced by [`Validate`].
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-#[schemars(extend(
-    "required" = ["level"],
-    "allOf" = [{
-        "if": {"required": ["level"], "properties": {"level": {"const": 3}}},
-        "else": {"not": {"anyOf": [{"required": ["reset"]}, {"required": ["seed"]}]}}
-    }]
-))]
+#[schemars(extend("required" = ["level"]))]
 pub struct RecalibrateInput {
-    /// Required. 1: report drift (changes nothing). 2: refit every embedder's temperature.
-    /// 3: select the domain's session threshold by Thompson sampling. 4: optimise the domain's
-    /// theta_acc.
+    /// 1: drift report (changes nothing). 2: refit temperatures. 3: pick the session threshold
+    /// (Thompson sampling). 4: optimise theta_acc.
     pub level: Option<LevelNo>,
-    /// The domain (any case) whose drift, bandit, thresholds and observations levels 1, 3 and
-    /// 4 use; level 2 refits every embedder on all its observations. Default General.
+    /// Used by levels 1, 3 and 4.
     #[schemars(extend("default" = DEFAULT_DOMAIN))]
     pub domain: Option<OneOf<AtcDomain>>,
-    /// Compute and report without changing anything. Default false.
-    #[schemars(extend("default" = false))]
+    /// Compute and report without changing anything.
     pub dry_run: Option<bool>,
-    /// Level 3 only; optional, leave out unless the bandit's statistics are stale: forget them
-    /// before selecting. Default false.
-    #[schemars(extend("default" = false))]
+    /// Level 3 only: forget the bandit's statistics first.
     pub reset: Option<bool>,
-    /// Level 3 only; optional, leave out unless you need a reproducible selection: seed of the
-    /// random draw. Default random.
+    /// Level 3 only: a seed, for a reproducible draw.
     pub seed: Option<Int<0, MAX_SEED>>,
 }
 
@@ -265,19 +251,10 @@ impl ToolDef for TriggerRecalibration {
     const NAME: &'static str = "trigger_recalibration";
     const TITLE: &'static str = "Trigger recalibration";
     fn description() -> String {
-        format!(
-            "Run one recalibration level now, usually one that get_calibration_metrics \
-             recommends. Destructive: levels 2-4 overwrite learned calibration (temperatures, \
-             the session threshold and bandit statistics, theta_acc) unless dry_run is true, so \
-             try dry_run first. Level 1 reports drift and changes nothing. Level 2 refits each \
-             embedder's temperature on its observations (at least {MIN_SAMPLES} needed) and \
-             reports the calibration error after both on the fitting data and cross-validated \
-             over {CV_FOLDS} folds. Level 3 picks the domain's session threshold from \
-             {CANDIDATES:?} by Thompson sampling (reset and seed apply to level 3 only). Level \
-             4 searches theta_acc for the best balanced accuracy on the domain's observations \
-             (at least {MIN_OBSERVATIONS}) and applies it when strictly better. Returns \
-             metrics measured before and after, what changed, and the levels still worth \
-             running; applied changes are noted in the directive history."
+        String::from(
+            "Run one calibration level now, usually one get_calibration_metrics recommends. \
+             Levels 2-4 overwrite learned calibration unless dry_run: try dry_run first. \
+             Returns metrics before and after, what changed and the levels still worth running.",
         )
     }
     const ANNOTATIONS: Annotations = Annotations {

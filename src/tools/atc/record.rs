@@ -12,7 +12,6 @@ use super::{AtcDomain, DEFAULT_DOMAIN, EmbedderNo, Items};
 use crate::service::Family;
 use crate::service::atc::bandit::CANDIDATES;
 use crate::service::atc::metrics::CalibrationStatus;
-use crate::service::atc::state::WINDOW_CAPACITY;
 use crate::service::atc::thresholds::ThresholdName;
 use crate::service::atc::{Observation, ObservationFilter};
 use crate::service::vocab::{Domain, NUM_EMBEDDERS};
@@ -34,8 +33,7 @@ pub struct RecordCalibrationObservations;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RecordInput {
-    /// 1 to 10,000 observations: each time an embedder reported a confidence and you learned
-    /// whether the result was right.
+    /// One per result whose outcome you learned.
     pub observations: Items<ObservationInput, 1, MAX_OBSERVATIONS_PER_CALL>,
 }
 
@@ -45,25 +43,20 @@ impl Validate for RecordInput {}
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ObservationInput {
-    /// Which embedder reported the confidence: E1..E13 as 1–13 (1 semantic, 5 causal, 7 code,
-    /// …).
+    /// The embedder, E1..E13 as 1-13 (1 semantic, 5 causal, 7 code, …).
     pub embedder_id: EmbedderNo,
-    /// The confidence it reported, in [0, 1], as reported (before any temperature scaling).
+    /// The confidence it reported, before any temperature scaling.
     pub confidence: Num<UnitInterval>,
     /// Whether the result turned out right.
     pub correct: bool,
-    /// The domain of the task (any case), default General.
+    /// The task's domain.
     #[schemars(extend("default" = DEFAULT_DOMAIN))]
     pub domain: Option<OneOf<AtcDomain>>,
-    /// Optional, leave out unless you applied a named threshold: which one. With
-    /// `threshold_used` it feeds that threshold's drift tracker.
+    /// The named threshold you applied, if any (feeds its drift tracker).
     pub threshold_name: Option<OneOf<ThresholdName>>,
-    /// Optional, leave out unless you applied a threshold: its value, in [0, 1]. A value equal
-    /// to one of the session-threshold bandit's candidates (listed in the tool description)
-    /// credits that candidate of the domain's bandit with this outcome.
+    /// The threshold value you applied, if any.
     pub threshold_used: Option<Num<UnitInterval>>,
-    /// When the outcome was observed (RFC 3339, e.g. `2024-01-15T10:30:00Z`); default now. At
-    /// most 5 minutes ahead of the server's clock.
+    /// When it was observed (RFC 3339; default now; at most 5 minutes ahead).
     pub timestamp: Option<Timestamp>,
 }
 
@@ -107,14 +100,9 @@ impl ToolDef for RecordCalibrationObservations {
     const TITLE: &'static str = "Record calibration observations";
     fn description() -> String {
         format!(
-            "Record how reliable embedders' confidences were: for each result where an embedder \
-             (1–{NUM_EMBEDDERS}) reported a confidence, whether it turned out right. The \
-             calibration tools learn only from these; send 1 to {MAX_OBSERVATIONS_PER_CALL} per \
-             call once you know the outcomes. Optional per observation: the domain, the \
-             threshold you applied (name and value; a value among {CANDIDATES:?} also trains \
-             the domain's session-threshold bandit) and when it happened (default now). The \
-             newest {WINDOW_CAPACITY} observations per embedder are kept. Returns the counts \
-             and the calibration of everything kept."
+            "Record whether embedders' reported confidences turned out right, once you know; \
+             the calibration tools learn only from these. A threshold_used among {CANDIDATES:?} \
+             also trains the domain's session-threshold bandit."
         )
     }
     const ANNOTATIONS: Annotations = Annotations {

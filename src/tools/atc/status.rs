@@ -13,7 +13,7 @@ use super::{AtcDomain, DEFAULT_DOMAIN, EmbedderNo};
 use crate::service::atc::bandit::ThompsonBandit;
 use crate::service::atc::metrics::CalibrationStatus;
 use crate::service::atc::status::{EmbedderStatus, ThresholdEntry, ThresholdStatus};
-use crate::service::atc::thresholds::{THRESHOLD_COUNT, ThresholdName};
+use crate::service::atc::thresholds::ThresholdName;
 use crate::service::vocab::{Domain, EMBEDDER_NAMES};
 use crate::tools::wire::{OneOf, Timestamp, Validate};
 use crate::tools::{Annotations, Answer, ReadCtx, ReadTool, ToolDef, ToolError};
@@ -25,10 +25,10 @@ pub struct GetThresholdStatus;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StatusInput {
-    /// Whose thresholds, bandit and drift to show (any case), default General.
+    /// Whose thresholds, bandit and drift to show.
     #[schemars(extend("default" = DEFAULT_DOMAIN))]
     pub domain: Option<OneOf<AtcDomain>>,
-    /// Optional, leave out to see every embedder: show only this embedder (1–13).
+    /// Only this embedder (default all).
     pub embedder_id: Option<EmbedderNo>,
 }
 
@@ -203,13 +203,10 @@ impl ToolDef for GetThresholdStatus {
     const NAME: &'static str = "get_threshold_status";
     const TITLE: &'static str = "Calibration threshold status";
     fn description() -> String {
-        format!(
-            "Show the adaptive confidence thresholds of a domain and what they are learned from: \
-             all {THRESHOLD_COUNT} named thresholds with defaults and valid ranges, each \
-             embedder's temperature (how its confidences are rescaled) and calibration, the \
-             domain's session-threshold bandit, drift, the calibration status, and whether \
-             threshold optimisation (level 4) is due. Pass a domain (default General) and \
-             optionally one embedder_id. Read-only; use it to decide on trigger_recalibration."
+        String::from(
+            "A domain's adaptive confidence thresholds and what they learn from: each \
+             embedder's temperature and calibration, the session-threshold bandit and drift. \
+             Use it before trigger_recalibration.",
         )
     }
     const ANNOTATIONS: Annotations = Annotations {

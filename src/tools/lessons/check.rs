@@ -38,16 +38,11 @@ pub struct CheckStrategyBlacklist;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CheckInput {
-    /// The task you are working on, as in `log_lesson_learned`. Matching ignores case, width
-    /// and surrounding spaces.
+    /// The task, as in log_lesson_learned.
     pub task_id: NonBlank<MAX_ID_CHARS>,
-    /// The strategy you are about to try, in one sentence. An empty or blank strategy is never
-    /// blacklisted.
+    /// The strategy you are about to try, in one sentence.
     pub strategy: Text<MAX_STRATEGY_CHARS>,
-    /// Optional, leave out unless you also want advice from other tasks: true adds
-    /// `related_lessons`, active lessons of other tasks close to the strategy. They are
-    /// advisory and never blacklist.
-    #[schemars(extend("default" = false))]
+    /// Also list close lessons of other tasks (advice only, never blocks).
     pub include_related: Option<bool>,
 }
 
@@ -178,19 +173,11 @@ impl ToolDef for CheckStrategyBlacklist {
     const NAME: &'static str = "check_strategy_blacklist";
     const TITLE: &'static str = "Check the strategy blacklist";
     fn description() -> String {
-        format!(
-            "Before you start a strategy on a task, check whether it already failed there: pass \
-             the task id and the strategy in one sentence. blacklisted: true means an active \
-             lesson of this task matches it (the same strategy, one containing or contained in \
-             it, or the same approach in other words; match_type and score say which): do not \
-             retry it; read lesson.rca_summary for why it failed and choose another approach. \
-             If you are sure the lesson no longer applies, deactivate it with set_lesson_active. \
-             blacklisted: false means no lesson of this task matches; closest shows the nearest \
-             lesson and its score, and near_misses lists lessons that look alike but reverse \
-             your strategy or change its target (e.g. increase vs decrease a timeout): read \
-             them, then decide. include_related: true also returns up to {RELATED_LESSONS} \
-             lessons of other tasks close to your strategy; they are advice only and never \
-             blacklist."
+        String::from(
+            "Before you try a strategy on a task, check whether it already failed there. \
+             blacklisted: true means an active lesson of this task matches (possibly reworded): \
+             do not retry it; read lesson.rca_summary and choose another approach. near_misses \
+             look alike but reverse or retarget your strategy: read them, then decide.",
         )
     }
     const ANNOTATIONS: Annotations = Annotations {

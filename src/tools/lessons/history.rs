@@ -21,13 +21,12 @@ pub struct ListDirectiveHistory;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HistoryInput {
-    /// Optional: only the entries of this task (leave out for all). Matching ignores case,
-    /// width and surrounding spaces.
+    /// Only this task's entries (default all).
     pub task_id: Option<NonBlank<MAX_ID_CHARS>>,
     /// Page size.
     #[schemars(extend("default" = DEFAULT_HISTORY_LIMIT))]
     pub limit: Option<Int<1, { MAX_HISTORY_LIMIT as i64 }>>,
-    /// Entries to skip (newest first), for the next page.
+    /// Entries to skip, for the next page.
     #[schemars(extend("default" = 0))]
     pub offset: Option<Int<0, MAX_OFFSET>>,
 }
@@ -56,12 +55,9 @@ impl ToolDef for ListDirectiveHistory {
     const NAME: &'static str = "list_directive_history";
     const TITLE: &'static str = "List the directive history";
     fn description() -> String {
-        format!(
-            "List the human interventions recorded for tasks (manual fixes, feedback, overrides, \
-             escalations), newest first. Pass task_id to see what a person already decided about \
-             your task before you change course, or leave it out for all tasks. Pages: limit \
-             (1 to {MAX_HISTORY_LIMIT}, default {DEFAULT_HISTORY_LIMIT}) and offset; total_count \
-             and has_more tell whether more remain."
+        String::from(
+            "List recorded human interventions, newest first; pass task_id to see what a person \
+             already decided about your task.",
         )
     }
     const ANNOTATIONS: Annotations = Annotations {

@@ -25,22 +25,16 @@ pub struct LogLessonLearned;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LogInput {
-    /// The task the strategy failed on, as your project names it (a ticket or task id).
-    /// Matching ignores case, width and surrounding spaces (`TASK-42`, ` task-42 ` and
-    /// `ＴＡＳＫ－４２` are one task); the id is stored as given.
+    /// The task, as your project names it (e.g. a ticket id); matching ignores case, width and
+    /// surrounding spaces.
     pub task_id: NonBlank<MAX_ID_CHARS>,
-    /// The strategy that failed, in one sentence, as an agent would propose it (for example
-    /// "Mock the database layer in the integration tests"). It must contain words, not only
-    /// punctuation.
+    /// The strategy that failed, in one sentence, as an agent would propose it.
     pub strategy_description: NonBlank<MAX_STRATEGY_CHARS>,
-    /// What the root-cause analysis found: why this strategy cannot work here.
+    /// Why this strategy cannot work here.
     pub rca_summary: NonBlank<MAX_RCA_CHARS>,
-    /// The kind of cause: `ARCHITECTURAL_MISUNDERSTANDING` (the approach misread how the system
-    /// is built), `TOOL_MISUSE` (a tool or API was used wrongly), `DEPENDENCY_CONFLICT`
-    /// (incompatible packages or versions), `LOGIC_ERROR` (the approach itself is wrong), or
-    /// `UNKNOWN`.
+    /// The kind of cause.
     pub failure_type: OneOf<FailureType>,
-    /// Who logs the lesson, for example your agent's name.
+    /// Your agent's name.
     pub source_agent: NonBlank<MAX_ID_CHARS>,
 }
 
@@ -96,14 +90,9 @@ impl ToolDef for LogLessonLearned {
     const TITLE: &'static str = "Log a lesson learned";
     fn description() -> String {
         String::from(
-            "Record that a strategy failed on a task, once you have found the root cause, so that \
-             no agent tries it on that task again: from then on check_strategy_blacklist answers \
-             blacklisted: true for it and for close rewordings of it. Pass the task id, the \
-             strategy in one sentence, the root-cause summary, the kind of failure and your \
-             agent name. A task keeps one lesson per strategy: logging the same strategy again \
-             (ignoring case, spacing and surrounding punctuation) fails with \
-             LESSON_ALREADY_EXISTS and the existing lesson_id. Failures are answered as \
-             {success: false, error, detail}.",
+            "Once you know why a strategy failed on a task, record it, so no agent tries it on \
+             that task again: check_strategy_blacklist then blocks it and close rewordings. The \
+             same strategy twice answers LESSON_ALREADY_EXISTS with its lesson_id.",
         )
     }
     const ANNOTATIONS: Annotations = Annotations {

@@ -18,17 +18,13 @@ pub struct RecordDirective;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RecordInput {
-    /// Optional: the task the intervention concerns; leave out when it concerns no single task.
-    /// Stored as given; `list_directive_history` matches it ignoring case, width and
-    /// surrounding spaces.
+    /// The task it concerns, if one.
     pub task_id: Option<NonBlank<MAX_ID_CHARS>>,
-    /// `MANUAL_FIX` (the person fixed something by hand), `FEEDBACK` (a correction or
-    /// direction), `OVERRIDE` (they overrode a decision) or `ESCALATION` (the problem was
-    /// handed to them).
+    /// The kind of intervention.
     pub intervention_type: OneOf<InterventionType>,
     /// What happened, in plain words.
     pub description: NonBlank<MAX_DESCRIPTION_CHARS>,
-    /// Optional: who intervened; leave out for the person you work with.
+    /// Who intervened (default: the person you work with).
     #[schemars(extend("default" = DEFAULT_ACTOR))]
     pub actor: Option<NonBlank<MAX_ID_CHARS>>,
 }
@@ -53,12 +49,9 @@ impl ToolDef for RecordDirective {
     const NAME: &'static str = "record_directive";
     const TITLE: &'static str = "Record a human intervention";
     fn description() -> String {
-        format!(
-            "Record a human intervention in the directive history, so that later sessions know \
-             what a person decided: a fix they made by hand (MANUAL_FIX), feedback or a \
-             direction they gave (FEEDBACK), a decision they overrode (OVERRIDE), or a problem \
-             you handed to them (ESCALATION). Pass a description in plain words and, when it \
-             concerns one task, its task_id. actor defaults to {DEFAULT_ACTOR}."
+        String::from(
+            "Record a human intervention so later sessions know what a person decided (a manual \
+             fix, feedback, an override, an escalation).",
         )
     }
     const ANNOTATIONS: Annotations = Annotations {

@@ -20,33 +20,21 @@ use crate::tools::{Annotations, Answer, ToolDef, ToolError, WriteCtx, WriteTool}
 pub struct SetLessonActive;
 
 /// Arguments of `set_lesson_active`. The lesson is named by `lesson_id` alone, or by
-/// `task_id` and `strategy` together.
+/// `task_id` and `strategy` together: stated in the field descriptions, not as a top-level
+/// `oneOf` (a client's model API refuses one there), and enforced by
+/// its [`Validate`] impl.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-#[schemars(extend("oneOf" = [
-    {
-        "required": ["lesson_id"],
-        "not": {"anyOf": [{"required": ["task_id"]}, {"required": ["strategy"]}]}
-    },
-    {
-        "required": ["task_id", "strategy"],
-        "not": {"required": ["lesson_id"]}
-    }
-]))]
 pub struct SetActiveInput {
-    /// The lesson, as `log_lesson_learned` or `check_strategy_blacklist` returned it. Give
-    /// either this, or `task_id` and `strategy`.
+    /// Send either this, or task_id and strategy.
     pub lesson_id: Option<WireUuid>,
-    /// With `strategy`, instead of `lesson_id`: the lesson's task. Matching ignores case, width
-    /// and surrounding spaces.
+    /// Instead of lesson_id, with strategy.
     pub task_id: Option<NonBlank<MAX_ID_CHARS>>,
-    /// With `task_id`, instead of `lesson_id`: the lesson's strategy, matched as duplicates are
-    /// (ignoring case, spacing and surrounding punctuation).
+    /// Instead of lesson_id, with task_id.
     pub strategy: Option<NonBlank<MAX_STRATEGY_CHARS>>,
-    /// false: the lesson stops blacklisting its strategy; true: it blacklists it again.
+    /// false lifts the lesson, true restores it.
     pub active: bool,
-    /// Why, for example what changed since the lesson was logged. Recorded in the directive
-    /// history.
+    /// Why, e.g. what changed since the lesson was logged.
     pub rationale: NonBlank<MAX_RATIONALE_CHARS>,
 }
 
@@ -129,10 +117,8 @@ impl ToolDef for SetLessonActive {
     const TITLE: &'static str = "Activate or deactivate a lesson";
     fn description() -> String {
         String::from(
-            "Deactivate a lesson when its strategy may be tried again (for example the code it \
-             was about has changed), or re-activate it. Name the lesson by lesson_id, or by \
-             task_id and strategy, and give a rationale. The change is recorded in the directive \
-             history as an OVERRIDE. An unknown lesson fails with LESSON_NOT_FOUND.",
+            "Lift a lesson when its strategy may be tried again (e.g. the code it was about \
+             changed), or restore it. Recorded in the directive history as an OVERRIDE.",
         )
     }
     const ANNOTATIONS: Annotations = Annotations {

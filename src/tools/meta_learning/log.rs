@@ -30,19 +30,18 @@ pub const MAX_OFFSET: i64 = 1_000_000_000_000_000;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LogInput {
-    /// Only events at or after this time (RFC 3339, e.g. 2024-01-15T10:30:00Z).
+    /// Only events at or after this time (RFC 3339).
     pub start_time: Option<Timestamp>,
     /// Only events at or before this time (RFC 3339).
     pub end_time: Option<Timestamp>,
-    /// Only events of this type (any case): lambda_adjustment, bayesian_escalation,
-    /// accuracy_alert, accuracy_recovery, weight_clamped, self_healing or human_escalation.
+    /// Only events of this type.
     pub event_type: Option<OneOf<EventType>>,
-    /// Only events of this domain (any case).
+    /// Only events of this domain.
     pub domain: Option<OneOf<MetaDomain>>,
-    /// Page size, 1 to 1000. Default 100.
+    /// Page size.
     #[schemars(extend("default" = DEFAULT_LIMIT))]
     pub limit: Option<Int<1, MAX_LIMIT>>,
-    /// Matching events to skip, newest first (for the next page, add the page size). Default 0.
+    /// Events to skip, for the next page.
     #[schemars(extend("default" = 0))]
     pub offset: Option<Int<0, MAX_OFFSET>>,
 }
@@ -108,12 +107,10 @@ impl ToolDef for GetMetaLearningLog {
     const NAME: &'static str = "get_meta_learning_log";
     const TITLE: &'static str = "Meta-learning event log";
     fn description() -> String {
-        format!(
-            "List what the memory's self-correction did and why, newest first: λ adjustments, \
-             accuracy alerts and recoveries, Bayesian recalibrations, human escalations and \
-             operator resets. Filter by time range (RFC 3339), event type and domain; page with \
-             limit (1 to {MAX_LIMIT}, default {DEFAULT_LIMIT}) and offset. The answer gives \
-             total_count and has_more for paging. Reads only."
+        String::from(
+            "What the memory's self-correction did and why, newest first (λ adjustments, \
+             accuracy alerts, recalibrations, escalations, resets); filter by time, type and \
+             domain.",
         )
     }
     const ANNOTATIONS: Annotations = Annotations {

@@ -8,10 +8,7 @@ use serde_json::{Value, json};
 use super::{MetaDomain, Named, RecalibrationReport, domain, domain_of, persist};
 use crate::service::Family;
 use crate::service::lessons::DEFAULT_ACTOR;
-use crate::service::meta::{
-    EscalationStatus, LOW_ACCURACY, MIN_BAYESIAN_SAMPLES, RecalibrationRequest, WINDOW,
-};
-use crate::service::vocab::{LAMBDA_MAX, LAMBDA_MIN};
+use crate::service::meta::{EscalationStatus, RecalibrationRequest, WINDOW};
 use crate::store::directives::{self, Directive, InterventionType};
 use crate::store::meta::{self as meta_store, Windows};
 use crate::tools::wire::{OneOf, Validate};
@@ -24,14 +21,11 @@ pub struct TriggerLambdaRecalibration;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RecalibrateInput {
-    /// Use Bayesian optimisation even when no escalation is pending. Default false.
-    #[schemars(extend("default" = false))]
+    /// Use Bayesian optimisation even when no escalation is pending.
     pub force_bayesian: Option<bool>,
-    /// Recalibrate on this domain's predictions only (any case): code, medical, legal,
-    /// creative, research or general. Default: all predictions.
+    /// Only this domain's predictions (default all).
     pub domain: Option<OneOf<MetaDomain>>,
-    /// Compute and report the recalibration but change nothing. Default false.
-    #[schemars(extend("default" = false))]
+    /// Compute and report, change nothing.
     pub dry_run: Option<bool>,
 }
 
@@ -55,18 +49,9 @@ impl ToolDef for TriggerLambdaRecalibration {
     const TITLE: &'static str = "Recalibrate the λ weights";
     fn description() -> String {
         format!(
-            "Re-fit the λ weights (surprise vs coherence) to the recorded predictions now, \
-             instead of waiting for the automatic escalation; use it after a batch of \
-             record_prediction calls or when the status shows a pending escalation. Works on \
-             the last {WINDOW} recorded predictions (of one domain if given): a gradient step, \
-             or Bayesian optimisation of λ_s over [{LAMBDA_MIN}, {LAMBDA_MAX}] when \
-             force_bayesian is true or an escalation is pending. Bayesian needs at least \
-             {MIN_BAYESIAN_SAMPLES} predictions carrying delta_s and delta_c, and succeeds only \
-             when its best λ scores at least {LOW_ACCURACY} and no worse than the current λ on \
-             those predictions. Destructive: unless dry_run is true, the result overwrites the \
-             learned λ (the previous values remain only in the event log and the directive \
-             history), and a failed Bayesian run counts toward a human escalation. Try \
-             dry_run first; it changes nothing."
+            "Re-fit the λ weights to the last {WINDOW} predictions now: a gradient step, or \
+             Bayesian optimisation when forced or escalated. Overwrites λ unless dry_run, and a \
+             failed Bayesian run counts toward a human escalation: try dry_run first."
         )
     }
     const ANNOTATIONS: Annotations = Annotations {

@@ -11,9 +11,8 @@ use super::{
 };
 use crate::service::Family;
 use crate::service::meta::{
-    ACH_BASELINE, ACH_MAX, BASE_LEARNING_RATE, ERROR_THRESHOLD, ESCALATION_CYCLES,
-    EscalationStatus, EventType, LOW_ACCURACY, LifecycleStage, MAX_BAYESIAN_FAILURES,
-    MAX_LEARNING_RATE, MetaState, Prediction, Recorded, WINDOW,
+    ACH_BASELINE, ACH_MAX, EscalationStatus, EventType, LifecycleStage, MAX_LEARNING_RATE,
+    MetaState, Prediction, Recorded,
 };
 use crate::service::vocab::{Domain, NUM_EMBEDDERS};
 use crate::store::meta::{self as meta_store, CloseError, OPEN_PREDICTION_TTL_DAYS, Windows};
@@ -37,29 +36,26 @@ const STORED_FIELDS: [&str; 5] = [
 
 /// Arguments of `record_prediction`, in one of two forms: `{prediction_id, actual,
 /// ach_level?}` or `{embedder_index, predicted, actual, delta_s?, delta_c?, domain?,
-/// ach_level?}` with `delta_s` and `delta_c` both or neither (stated by the schema's `oneOf`).
+/// ach_level?}` with `delta_s` and `delta_c` both or neither. The schema lists every field as
+/// optional but `actual` and states the forms in the field descriptions: a client's model API
+/// refuses `oneOf` at the top of a tool's input schema (and Claude Code then drops the tool).
+/// Its [`Validate`] impl enforces them, naming the field.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-#[schemars(extend("oneOf" = forms()))]
 pub struct RecordInput {
-    /// The prediction_id a gwt_compute_delta_sc call returned: closes that prediction, whose
-    /// predicted value, ΔS, ΔC and domain are stored. Then send only actual (and ach_level).
+    /// From gwt_compute_delta_sc: closes that prediction; then send only actual.
     pub prediction_id: Option<WireUuid>,
-    /// Which of the 13 embedders made the prediction, 0 to 12 (E1 is 0). Required unless
-    /// prediction_id is given.
+    /// Without prediction_id (then required, with predicted): the embedder.
     pub embedder_index: Option<Int<0, LAST_EMBEDDER>>,
-    /// The predicted value, in [0, 1]. Required unless prediction_id is given.
+    /// Without prediction_id: the predicted value.
     pub predicted: Option<Num<UnitInterval>>,
-    /// What actually happened, on the same 0-to-1 scale as the prediction.
+    /// The outcome, on the prediction's scale.
     pub actual: Num<UnitInterval>,
-    /// The surprise (ΔS, in [0, 1]) behind the prediction, if known; send it together with
-    /// delta_c. With both, λ learns by the delta rule on L = λ_s·ΔS + λ_c·ΔC, and the
-    /// prediction can serve a Bayesian recalibration.
+    /// Without prediction_id, optional, with delta_c: the surprise ΔS behind it.
     pub delta_s: Option<Num<UnitInterval>>,
-    /// The coherence (ΔC, in [0, 1]) behind the prediction; send it together with delta_s.
+    /// The coherence ΔC behind it, with delta_s.
     pub delta_c: Option<Num<UnitInterval>>,
-    /// The domain of the work, any case: code, medical, legal, creative, research or general.
-    /// Lets a recalibration use only this domain's predictions.
+    /// Without prediction_id, optional.
     pub domain: Option<OneOf<MetaDomain>>,
     /// The acetylcholine level, a learning-rate modulator; the schema's description is
     /// `ach_level_description()`, which quotes the constants.
@@ -70,35 +66,9 @@ pub struct RecordInput {
 /// The schema description of `ach_level`, quoting the learning-rate constants.
 fn ach_level_description() -> String {
     format!(
-        "Optional, in [0, 1]; leave it out unless you have a reason to make this prediction \
-         move λ faster. The acetylcholine level sets the learning rate α of the λ adjustment: \
-         at {ACH_BASELINE} or below (the default) α = {BASE_LEARNING_RATE}; above, α rises \
-         linearly to {MAX_LEARNING_RATE} at {ACH_MAX} and stays there. Lower values do not slow \
-         learning below the default."
+        "Leave out unless this prediction should move λ faster (up to {MAX_LEARNING_RATE} \
+         at {ACH_MAX})."
     )
-}
-
-/// The two forms as JSON Schema: either `prediction_id` without the stored fields, or
-/// `embedder_index` and `predicted` without `prediction_id`, with `delta_s` and `delta_c`
-/// both present or both absent.
-fn forms() -> Value {
-    let required = |f: &str| json!({"required": [f]});
-    json!([
-        {
-            "title": "Close a prediction returned by gwt_compute_delta_sc",
-            "required": ["prediction_id", "actual"],
-            "not": {"anyOf": STORED_FIELDS.map(required)},
-        },
-        {
-            "title": "Record a prediction made elsewhere",
-            "required": ["embedder_index", "predicted", "actual"],
-            "not": required("prediction_id"),
-            "anyOf": [
-                {"required": ["delta_s", "delta_c"]},
-                {"not": {"anyOf": [required("delta_s"), required("delta_c")]}},
-            ],
-        },
-    ])
 }
 
 /// A checked `record_prediction` call.
@@ -235,18 +205,11 @@ impl ToolDef for RecordPrediction {
     const TITLE: &'static str = "Record a prediction outcome";
     fn description() -> String {
         format!(
-            "Report how a learning-signal prediction turned out, so the memory re-weights its \
-             signals (λ_s for surprise, λ_c for coherence). Usual form: {{prediction_id, \
-             actual}} once you know the outcome of a memory update scored by \
-             gwt_compute_delta_sc. Other form: {{embedder_index, predicted, actual}} for a \
-             prediction made elsewhere, optionally with delta_s and delta_c (both or neither) \
-             and domain. Values are on a 0-to-1 scale. Each call updates the rolling accuracy \
-             (1 − |predicted − actual| over the last {WINDOW} predictions); an error above \
-             {ERROR_THRESHOLD} moves λ. After {ESCALATION_CYCLES} predictions in a row with \
-             rolling accuracy under {LOW_ACCURACY} a Bayesian recalibration runs by itself, and \
-             after {MAX_BAYESIAN_FAILURES} failed runs in a row a human review is required \
-             (acknowledged with reset_meta_learning). A prediction_id can be closed once, \
-             within {OPEN_PREDICTION_TTL_DAYS} days."
+            "Report how a prediction turned out, so the memory re-weights its signals (λ). Send \
+             {{prediction_id, actual}} for an update scored by gwt_compute_delta_sc (within \
+             {OPEN_PREDICTION_TTL_DAYS} days), or {{embedder_index, predicted, actual}} for a \
+             prediction made elsewhere. Repeated low accuracy runs a Bayesian recalibration, \
+             then asks for a human review."
         )
     }
     const ANNOTATIONS: Annotations = Annotations {

@@ -23,11 +23,10 @@ pub const MAX_RATIONALE_CHARS: usize = 1024;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ResetInput {
-    /// What to reset: `lambdas` (λ back to the lifecycle stage's starting point),
-    /// `escalation` (clear the low-accuracy count, the failed Bayesian runs and a human-review
-    /// escalation) or `all` (both, and empty the rolling accuracy windows).
+    /// lambdas: reset λ; escalation: clear the low-accuracy count, failed Bayesian runs and
+    /// human review; all: both, and empty the accuracy windows.
     pub scope: OneOf<ResetScope>,
-    /// Why (1 to 1024 characters): recorded in the event log and the directive history.
+    /// Why; kept in the event log and the directive history.
     pub rationale: NonBlank<MAX_RATIONALE_CHARS>,
 }
 
@@ -57,13 +56,9 @@ impl ToolDef for ResetMetaLearning {
     const TITLE: &'static str = "Reset meta-learning state";
     fn description() -> String {
         String::from(
-            "Operator reset, and the way to acknowledge a human review the status asks for. \
-             scope 'lambdas' returns λ to the lifecycle stage's starting point; 'escalation' \
-             clears the low-accuracy count, the failed Bayesian runs and the human-review \
-             escalation; 'all' does both and empties the rolling accuracy windows. Destructive: \
-             what was learned in the reset scope is lost. The event log and the prediction \
-             count are kept; a self_healing event and a directive-history entry record the \
-             reset with your rationale.",
+            "Operator reset, and how to acknowledge a human review the status asks for. \
+             Destructive: what was learned in the scope is lost (the event log and prediction \
+             count stay); recorded with your rationale.",
         )
     }
     const ANNOTATIONS: Annotations = Annotations {

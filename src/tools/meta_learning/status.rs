@@ -7,9 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::{LambdaPair, Named};
-use crate::service::meta::{
-    EMBEDDER_WEIGHT_MAX, EMBEDDER_WEIGHT_MIN, EscalationStatus, LifecycleStage, MetaState, WINDOW,
-};
+use crate::service::meta::{EscalationStatus, LifecycleStage, MetaState};
 use crate::service::vocab::NUM_EMBEDDERS;
 use crate::store::meta as meta_store;
 use crate::tools::wire::{Timestamp, Validate};
@@ -25,11 +23,9 @@ pub const RECENT_EVENTS_HOURS: i64 = 24;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StatusInput {
-    /// Include the rolling accuracy window (oldest first). Default false.
-    #[schemars(extend("default" = false))]
+    /// Include the rolling accuracy window, oldest first.
     pub include_accuracy_history: Option<bool>,
-    /// Include the accuracy and weight of each of the 13 embedders. Default false.
-    #[schemars(extend("default" = false))]
+    /// Include each embedder's accuracy and weight.
     pub include_embedder_breakdown: Option<bool>,
 }
 
@@ -121,15 +117,10 @@ impl ToolDef for GetMetaLearningStatus {
     const NAME: &'static str = "get_meta_learning_status";
     const TITLE: &'static str = "Meta-learning status";
     fn description() -> String {
-        format!(
-            "Show how well the memory's learning signals have been predicting outcomes and how \
-             it is correcting itself: rolling accuracy over the last {WINDOW} recorded \
-             predictions, the λ weights (surprise vs coherence) and how far they moved from \
-             their starting point, whether a recalibration or a human review is pending, the \
-             lifecycle stage and the number of events in the last {RECENT_EVENTS_HOURS} hours. \
-             Optionally the accuracy history, and the accuracy and weight of each of the \
-             {NUM_EMBEDDERS} embedders (weights in [{EMBEDDER_WEIGHT_MIN}, \
-             {EMBEDDER_WEIGHT_MAX}], summing to 1). Reads only."
+        String::from(
+            "How well the memory's learning signals predict outcomes: rolling accuracy, the λ \
+             weights, a pending recalibration or human review, the lifecycle stage; optionally \
+             per-embedder figures.",
         )
     }
     const ANNOTATIONS: Annotations = Annotations {

@@ -26,13 +26,8 @@ use super::{
     WriteTool,
 };
 use crate::service::Family;
-use crate::service::delta_sc::coherence::{
-    JOHARI_DEFAULT, JOHARI_RANGE, THETA_EDGE, W_CLUSTER_FIT, W_CONNECTIVITY, W_CONSISTENCY,
-};
-use crate::service::delta_sc::{
-    DeltaScError, EmbedderKind, K_SURPRISE, Learner, MAX_NEIGHBOURS, MAX_NEXT_NEAREST,
-    MAX_VERSIONS, UpdateRequest, plan_update,
-};
+use crate::service::delta_sc::coherence::JOHARI_DEFAULT;
+use crate::service::delta_sc::{DeltaScError, EmbedderKind, Learner, UpdateRequest, plan_update};
 use crate::service::vocab::EmbedderId;
 use crate::store::meta::{self as meta_store, OpenPrediction};
 use crate::store::vertices;
@@ -62,26 +57,22 @@ pub struct ComputeDeltaSc;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ComputeInput {
-    /// The id of the memory being updated (a UUID you keep for it). Its earlier versions are
-    /// stored under this id.
+    /// The memory's id (a UUID you keep for it).
     pub vertex_id: WireUuid,
     /// The memory's 13 embedding vectors before the update; the schema's description is
     /// `fingerprint_description("before")`, which lists the fields and rules.
     #[schemars(description = fingerprint_description("before"))]
     pub old_fingerprint: WireFingerprint,
     /// The memory's 13 embedding vectors after the update, in the same form.
-    #[schemars(
-        description = "The memory's 13 embedding vectors after the update, in the same form as old_fingerprint."
-    )]
+    #[schemars(description = "The 13 vectors after the update, as old_fingerprint.")]
     pub new_fingerprint: WireFingerprint,
-    /// Optional, leave out unless you tune the quadrants: the threshold θ that splits low from
-    /// high ΔS and ΔC, in [0, 1]; clamped to [0.35, 0.65], and the value used is reported.
+    /// Leave out unless you tune the quadrants (clamped to [0.35, 0.65]).
     #[schemars(extend("default" = JOHARI_DEFAULT))]
     pub johari_threshold: Option<Num<UnitInterval>>,
-    /// Add the distances, coherence parts and neighbour ids behind the result.
+    /// Add the distances and neighbours behind the result.
     #[schemars(extend("default" = DEFAULT_INCLUDE_DIAGNOSTICS))]
     pub include_diagnostics: Option<bool>,
-    /// Store the new version (false: only compute; the prediction is still opened).
+    /// false: only compute.
     #[schemars(extend("default" = DEFAULT_PERSIST))]
     pub persist: Option<bool>,
 }
@@ -106,24 +97,12 @@ impl ToolDef for ComputeDeltaSc {
     const ALIASES: &'static [&'static str] = &["gwt/compute_delta_sc", "compute_delta_sc"];
     const TITLE: &'static str = "Score a memory update: surprise (ΔS) and coherence (ΔC)";
     fn description() -> String {
-        let (lo, hi) = JOHARI_RANGE;
-        format!(
-            "Scores an update of a stored memory, for agents whose embedding pipeline produces \
-             all 13 vectors of a memory (old_fingerprint and new_fingerprint); without such a \
-             pipeline, use the lesson and belief tools instead. Call it when a memory changes, \
-             with its vectors before and after. ΔS (surprise, 0 to 1) says how new the updated \
-             memory is: 0 = already known, 1 = unlike its earlier versions and its \
-             {K_SURPRISE} most similar stored memories. ΔC (coherence, 0 to 1) says how well it \
-             fits what is stored: {W_CONNECTIVITY}·(share of its {MAX_NEIGHBOURS} nearest \
-             memories with similarity above {THETA_EDGE}) + {W_CLUSTER_FIT}·(how much closer \
-             it is to them than to the next {MAX_NEXT_NEAREST}) + {W_CONSISTENCY}·(agreement \
-             with its own earlier versions). Both come per embedder and combined, with a \
-             quadrant (open, hidden, blind, unknown; threshold {JOHARI_DEFAULT}, within \
-             [{lo}, {hi}]) and the learning score L = λ_s·ΔS + λ_c·ΔC, where λ_s and λ_c are \
-             weights the server learns. Keep the returned prediction_id: once you know how \
-             useful the update was, call record_prediction {{prediction_id, actual}} with \
-             actual in [0, 1]; that is how the weights learn. Stores the new version (the last \
-             {MAX_VERSIONS} versions are kept) unless persist is false."
+        String::from(
+            "Score an update of a stored memory, for agents whose pipeline produces all 13 \
+             embedding vectors of a memory (otherwise use the lesson and belief tools): ΔS \
+             (surprise) and ΔC (coherence), 0-1, per embedder and combined, and the learning \
+             score L = λ_s·ΔS + λ_c·ΔC. Then call record_prediction {prediction_id, actual} \
+             once you know how useful the update was.",
         )
     }
     const ANNOTATIONS: Annotations = Annotations {

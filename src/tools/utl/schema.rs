@@ -2,18 +2,24 @@
 //! embedder fields with their dimensions, ranges and non-zero rules, the sparse `{indices,
 //! values}` rules a schema can state, and the `semantic` wrapper form.
 //!
+//! The parts are written once, under the input schema's `$defs`, and referenced (`$ref`,
+//! local, JSON Schema 2020-12, the dialect MCP names): `old_fingerprint` and
+//! `new_fingerprint` share one `fingerprint`, its two forms one `embeddings`, and the ten
+//! dense vectors one `vector`. Written out inline, the same rules cost 17.5 KB in every
+//! request a client makes to its model; referenced, under 2 KB.
+//!
 //! What it cannot state, which the reader checks with a message naming the embedder (the known
 //! schema-truth gaps of this tool):
 //! - sparse `indices` strictly ascending: the schema says `uniqueItems`, which refuses a repeated
 //!   index but not a descending pair;
 //! - sparse `indices` and `values` of the same length;
 //! - in the `semantic` form, a `null` nested inside an ignored field (`"x": {"y": null}`): nulls
-//!   are refused anywhere in the arguments, and a schema without `$ref` cannot say so at every
-//!   depth (it does refuse `null` as an ignored field's own value).
+//!   are refused anywhere in the arguments, and the schema does not say so at every depth (it
+//!   does refuse `null` as an ignored field's own value).
 
 use std::borrow::Cow;
 
-use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde_json::{Map, Value, json};
 
 use super::fingerprint::{F32_LIMIT, SEMANTIC, WireFingerprint};
@@ -24,54 +30,78 @@ use crate::service::vocab::{EmbedderId, NUM_EMBEDDERS};
 /// the tie rounds to the even zero). A value is non-zero when `|x| > ZERO_LIMIT`.
 pub const ZERO_LIMIT: f64 = 7.006_492_321_624_085e-46;
 
-/// A number a 32-bit float can hold.
-fn number() -> Value {
-    json!({"type": "number", "minimum": -F32_LIMIT, "maximum": F32_LIMIT})
+/// The `$defs` entries and the `$ref` to each.
+const FINGERPRINT: &str = "fingerprint";
+const EMBEDDINGS: &str = "embeddings";
+const VECTOR: &str = "vector";
+const DIRECTION: &str = "direction";
+const SPARSE: &str = "sparse";
+const TOKENS: &str = "tokens";
+
+fn reference(name: &str) -> Value {
+    json!({"$ref": format!("#/$defs/{name}")})
 }
 
-/// "At least one value is non-zero as a 32-bit float."
-fn some_non_zero() -> Value {
-    json!({"not": {"minimum": -ZERO_LIMIT, "maximum": ZERO_LIMIT}})
+/// Numbers a 32-bit float can hold: a dense vector of any length (each use states its length).
+fn vector() -> Value {
+    json!({
+        "type": "array",
+        "items": {"type": "number", "minimum": -F32_LIMIT, "maximum": F32_LIMIT},
+    })
+}
+
+/// A [`vector`] with at least one value non-zero as a 32-bit float.
+fn direction() -> Value {
+    let mut v = reference(VECTOR);
+    v["contains"] = json!({"not": {"minimum": -ZERO_LIMIT, "maximum": ZERO_LIMIT}});
+    v
 }
 
 /// `n` numbers, at least one of them non-zero when `direction`.
-fn vector(n: usize, direction: bool) -> Value {
-    let mut v = json!({"type": "array", "items": number(), "minItems": n, "maxItems": n});
-    if direction {
-        v["contains"] = some_non_zero();
-    }
+fn dense(n: usize, direction: bool) -> Value {
+    let mut v = reference(if direction { DIRECTION } else { VECTOR });
+    v["minItems"] = json!(n);
+    v["maxItems"] = json!(n);
     v
+}
+
+/// A sparse vector over `vocab` terms.
+fn sparse(vocab: usize) -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            // Unique and in range, so at most `vocab` of them.
+            "indices": {
+                "type": "array", "uniqueItems": true,
+                "items": {"type": "integer", "minimum": 0, "maximum": vocab - 1},
+            },
+            "values": {
+                "type": "array",
+                "items": {"type": "number", "minimum": 0, "maximum": F32_LIMIT},
+            },
+        },
+        "required": ["indices", "values"],
+        "additionalProperties": false,
+    })
+}
+
+/// One or more token vectors of `dim` numbers, bare or as `{"tokens": […]}`.
+fn tokens(dim: usize) -> Value {
+    let tokens = json!({"type": "array", "minItems": 1, "items": dense(dim, true)});
+    json!({"anyOf": [tokens, {
+        "type": "object",
+        "properties": {"tokens": tokens},
+        "required": ["tokens"],
+        "additionalProperties": false,
+    }]})
 }
 
 /// The schema of one embedder's field.
 fn embedder_schema(e: EmbedderId) -> Value {
     match e.kind() {
-        EmbedderKind::Dense { dim } => vector(dim, e.needs_direction()),
-        EmbedderKind::Sparse { vocab } => json!({
-            "type": "object",
-            "properties": {
-                // Unique and in range, so at most `vocab` of them.
-                "indices": {
-                    "type": "array", "uniqueItems": true,
-                    "items": {"type": "integer", "minimum": 0, "maximum": vocab - 1},
-                },
-                "values": {
-                    "type": "array",
-                    "items": {"type": "number", "minimum": 0, "maximum": F32_LIMIT},
-                },
-            },
-            "required": ["indices", "values"],
-            "additionalProperties": false,
-        }),
-        EmbedderKind::Tokens { dim } => {
-            let tokens = json!({"type": "array", "minItems": 1, "items": vector(dim, true)});
-            json!({"anyOf": [tokens, {
-                "type": "object",
-                "properties": {"tokens": tokens},
-                "required": ["tokens"],
-                "additionalProperties": false,
-            }]})
-        }
+        EmbedderKind::Dense { dim } => dense(dim, e.needs_direction()),
+        EmbedderKind::Sparse { .. } => reference(SPARSE),
+        EmbedderKind::Tokens { .. } => reference(TOKENS),
     }
 }
 
@@ -80,42 +110,40 @@ fn fields() -> Vec<&'static str> {
     EmbedderId::ALL.iter().map(|e| e.field()).collect()
 }
 
-/// The 13 embedder fields as `properties`.
-fn embedder_properties() -> Map<String, Value> {
-    EmbedderId::ALL
+/// The 13 fields, exactly: no other property, and 13 of them (`minProperties` says "all
+/// required" in 15 bytes instead of a list of the 13 names).
+fn embeddings() -> Value {
+    let properties: Map<String, Value> = EmbedderId::ALL
         .into_iter()
         .map(|e| (e.field().to_string(), embedder_schema(e)))
-        .collect()
+        .collect();
+    json!({
+        "type": "object",
+        "properties": properties,
+        "additionalProperties": false,
+        "minProperties": NUM_EMBEDDERS,
+    })
 }
 
-/// The description of a fingerprint argument, `when` the update ("before", "after"): the 13
-/// fields and their rules in words, from the vocabulary, including the two rules the schema
-/// cannot state (ascending indices, equal lengths).
+/// The 13 fields, or `{"semantic": {the 13 fields}, …}` with any other field but null and no
+/// embedder field beside `semantic`.
+fn fingerprint() -> Value {
+    json!({"anyOf": [reference(EMBEDDINGS), {
+        "type": "object",
+        "properties": {SEMANTIC: reference(EMBEDDINGS)},
+        "required": [SEMANTIC],
+        "propertyNames": {"not": {"enum": fields()}},
+        "additionalProperties": {"not": {"type": "null"}},
+    }]})
+}
+
+/// The description of a fingerprint argument, `when` the update ("before", "after"): what it
+/// is and the two rules the schema cannot state (ascending indices, equal lengths); the
+/// fields, their dimensions and ranges are the schema's.
 pub fn fingerprint_description(when: &str) -> String {
-    let mut dense = Vec::new();
-    let (mut sparse, mut tokens) = (Vec::new(), String::new());
-    for e in EmbedderId::ALL {
-        match e.kind() {
-            EmbedderKind::Dense { dim } if e.needs_direction() => {
-                dense.push(format!("{} {dim}", e.field()));
-            }
-            EmbedderKind::Dense { dim } => {
-                dense.push(format!("{} {dim} (may be all zero)", e.field()))
-            }
-            EmbedderKind::Sparse { .. } => sparse.push(e.field()),
-            EmbedderKind::Tokens { dim } => {
-                tokens = format!("{}: one or more token vectors of {dim} numbers", e.field());
-            }
-        }
-    }
     format!(
-        "The memory's 13 embedding vectors {when} the update, one field per embedder. Dense, \
-         numbers per field: {}. {tokens}. {}: sparse {{indices, values}} over {SPARSE_VOCAB} terms, \
-         indices strictly ascending, one weight >= 0 per index. The other dense vectors and \
-         every token need a non-zero value; |x| <= {F32_LIMIT:e}. Or {{\"{SEMANTIC}\": {{the 13 fields}}}} \
-         inside a stored record whose other fields are ignored.",
-        dense.join(", "),
-        sparse.join(" and "),
+        "The memory's {NUM_EMBEDDERS} embedding vectors {when} the update (sparse indices \
+         ascending, as many as values), or {{\"{SEMANTIC}\": {{…}}}} inside a stored record."
     )
 }
 
@@ -128,30 +156,30 @@ impl JsonSchema for WireFingerprint {
         true
     }
 
-    /// The 13 embedder fields under `properties`, and `semantic`: an object of the 13 fields
-    /// too. With `semantic` (the wrapper form), no embedder field beside it and any other field
-    /// but null; without it, exactly the 13 fields.
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        let mut properties = embedder_properties();
-        properties.insert(
-            SEMANTIC.to_string(),
-            json!({
-                "type": "object",
-                "properties": embedder_properties(),
-                "required": fields(),
-                "additionalProperties": false,
-            }),
-        );
-        json_schema!({
-            "type": "object",
-            "properties": properties,
-            "if": {"required": [SEMANTIC]},
-            "then": {
-                "propertyNames": {"not": {"enum": fields()}},
-                "additionalProperties": {"not": {"type": "null"}},
-            },
-            // The 13 required fields and no more.
-            "else": {"required": fields(), "maxProperties": NUM_EMBEDDERS},
-        })
+    /// A `$ref` to the `fingerprint` entry it adds, with its parts, to the root's `$defs`.
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        let defs = generator.definitions_mut();
+        for (name, schema) in [
+            (FINGERPRINT, fingerprint()),
+            (EMBEDDINGS, embeddings()),
+            (VECTOR, vector()),
+            (DIRECTION, direction()),
+            (SPARSE, sparse(SPARSE_VOCAB)),
+            (TOKENS, tokens(token_dim())),
+        ] {
+            defs.insert(name.to_string(), schema);
+        }
+        Schema::try_from(reference(FINGERPRINT)).expect("an object")
     }
+}
+
+/// The dimension of the token embedder's vectors.
+fn token_dim() -> usize {
+    EmbedderId::ALL
+        .into_iter()
+        .find_map(|e| match e.kind() {
+            EmbedderKind::Tokens { dim } => Some(dim),
+            _ => None,
+        })
+        .expect("one embedder has token vectors")
 }

@@ -7,20 +7,31 @@
 //! [`input_schema`] / [`output_schema`] derive the published schemas with `schemars`. The value
 //! types here carry their rules in both directions: [`Num`] and [`Int`] (ranges), [`Text`] and
 //! [`NonBlank`] (lengths in characters, non-blank), [`WireUuid`], [`Timestamp`] (RFC 3339) and
-//! [`OneOf`] (enumerations). Rules between fields go in [`Validate`] and, for the schema, in an
-//! `if`/`then` or `oneOf` attached with `#[schemars(extend(...))]`.
+//! [`OneOf`] (enumerations). Rules between top-level fields go in [`Validate`] and, for the
+//! model, in the fields' descriptions ("send either this, or task_id and strategy"): the
+//! Anthropic API refuses `oneOf`, `anyOf`, `allOf`, `not` and `if`/`then`/`else` at the top of
+//! a tool's input schema, and Claude Code drops such a tool without a word. Nested, they are
+//! fine.
 //!
 //! Schema truth, the contract this module keeps: every call the published `inputSchema` accepts
-//! is accepted by the server, and every call the server rejects for its arguments is invalid
-//! under the schema (tested in `tests/schema_truth.rs`). Two known gaps, both documented where
-//! they arise: JSON Schema cannot state the calendar (`2023-02-30T00:00:00Z` matches the
-//! timestamp pattern and is refused), and a text made only of U+0085 NEXT LINE passes the `\S`
-//! pattern and is refused as blank ([`is_blank_char`]). Patterns are ECMAScript regular
-//! expressions, as JSON Schema defines them.
+//! is accepted by the server, but for the rules between top-level fields ([`parse_fields`]
+//! accepts what only those refuse), and every call the server rejects for a field's own rule is
+//! invalid under the schema (tested in `tests/schema_truth.rs`). The schema may be stricter
+//! than the server in one way: it names the canonical spelling of a case-insensitive choice
+//! ([`canonical_choices`]). Two known gaps, both documented where they arise: the timestamp
+//! pattern states the shape, not the ranges and the calendar (`2023-02-30T00:00:00Z` matches
+//! it and is refused), and a text made only of U+0085 NEXT LINE passes the `\S` pattern and is
+//! refused as blank ([`is_blank_char`]). Patterns are ECMAScript regular expressions, as JSON
+//! Schema defines them.
+//!
+//! Every byte of an input schema is sent to the model with every request of clients such as
+//! Claude Code (budgets and the test with the real client: `tests/claude_code.rs`): no
+//! defaults or ranges repeated in prose, `false` defaults left unsaid.
 //!
 //! Portability (MCP clients differ): no `type` arrays (a nullable value is `anyOf` with
-//! `{"type": "null"}`), subschemas inlined (no `$ref`), no `$schema`, and only the standard
-//! `format`s (`date-time`, `uuid`).
+//! `{"type": "null"}`), subschemas inlined (a tool that repeats a large part, the fingerprint
+//! of `gwt_compute_delta_sc`, refers to it under `$defs` with a local `$ref`, JSON Schema
+//! 2020-12), no `$schema`, and only the standard `format`s (`date-time`, `uuid`).
 
 use schemars::generate::SchemaSettings;
 use schemars::transform::{Transform, transform_subschemas};
@@ -53,6 +64,20 @@ pub trait Validate {
 /// [`ToolError::InvalidParams`] whose message names the field (with its path, such as
 /// `observations[3]: field 'confidence' …`) and what is allowed.
 pub fn parse<T: DeserializeOwned + Validate>(arguments: &Value) -> Result<T, ToolError> {
+    let input: T = parse_fields(arguments)?;
+    input.validate()?;
+    Ok(input)
+}
+
+/// [`parse`] without the cross-field rules ([`Validate`]): each field checked alone, as the
+/// input schema states it. A call this accepts and [`parse`] refuses breaks a rule between
+/// fields, which the schema states only in the fields' descriptions: clients refuse `oneOf`,
+/// `allOf`, `if`/`then` and `not` at the top of a tool's input schema (the Anthropic API, and
+/// Claude Code, which drops such a tool).
+///
+/// # Errors
+/// As [`parse`], for a field's own rules.
+pub fn parse_fields<T: DeserializeOwned>(arguments: &Value) -> Result<T, ToolError> {
     static EMPTY: std::sync::LazyLock<Value> =
         std::sync::LazyLock::new(|| Value::Object(Map::new()));
     let arguments = match arguments {
@@ -71,17 +96,60 @@ pub fn parse<T: DeserializeOwned + Validate>(arguments: &Value) -> Result<T, Too
         reject_nulls(arguments, &mut Vec::new())?;
         reject_nul_chars(arguments, &mut Vec::new())?;
     }
-    let input: T = match T::deserialize(arguments) {
-        Ok(input) => input,
+    match T::deserialize(arguments) {
+        Ok(input) => Ok(input),
         Err(_) => {
             let e = serde_path_to_error::deserialize::<_, T>(arguments)
                 .err()
                 .expect("the same input fails the same way");
-            return Err(explain(e));
+            Err(explain(e))
         }
-    };
-    input.validate()?;
-    Ok(input)
+    }
+}
+
+/// `args` with every enumerated value in the spelling its input schema names, where it matches
+/// one of the schema's `enum` strings up to ASCII case (found through `properties`, `items`
+/// and local `$ref`s). The schema names one spelling of a case-insensitive choice ([`OneOf`]),
+/// the server accepts any: a call the schema refuses and the server accepts is within schema
+/// truth when this mapping makes it valid.
+pub fn canonical_choices(schema: &Value, args: &Value) -> Value {
+    fn walk(root: &Value, schema: &Value, v: &Value) -> Value {
+        let schema = match schema.get("$ref").and_then(Value::as_str) {
+            Some(r) => r
+                .strip_prefix('#')
+                .and_then(|p| root.pointer(p))
+                .unwrap_or(schema),
+            None => schema,
+        };
+        match v {
+            Value::String(s) => schema
+                .get("enum")
+                .and_then(Value::as_array)
+                .and_then(|e| {
+                    e.iter()
+                        .filter_map(Value::as_str)
+                        .find(|c| c.eq_ignore_ascii_case(s))
+                })
+                .map_or_else(|| v.clone(), Value::from),
+            Value::Object(m) => Value::Object(
+                m.iter()
+                    .map(|(k, x)| {
+                        let sub = schema.get("properties").and_then(|p| p.get(k));
+                        (
+                            k.clone(),
+                            sub.map_or_else(|| x.clone(), |s| walk(root, s, x)),
+                        )
+                    })
+                    .collect(),
+            ),
+            Value::Array(a) => match schema.get("items") {
+                Some(items) => Value::Array(a.iter().map(|x| walk(root, items, x)).collect()),
+                None => v.clone(),
+            },
+            _ => v.clone(),
+        }
+    }
+    walk(schema, schema, args)
 }
 
 /// The JSON type of a value as a noun phrase for messages ("a string", "null", …).
@@ -444,4 +512,4 @@ mod values;
 pub use values::*;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
