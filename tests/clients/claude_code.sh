@@ -5,9 +5,11 @@
 # tools/list; it needs no API key and no network. Prints one "N passed, N failed" line; exits 1 on
 # any failure.
 # Usage: tests/clients/claude_code.sh /path/to/meta-utl-mcp
+# The client is the pinned one scripts/fetch_claude.sh installs (META_UTL_CLAUDE names an
+# installed one, as .ci/run sets it; else it is installed here).
 set -uo pipefail
-claude_pkg="@anthropic-ai/claude-code@2.1.330"
 bin="$(realpath "$1")"
+scripts="$(cd "$(dirname "$0")/../../scripts" && pwd)"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/npm" "$work/home" "$work/project" "$work/tmp"
@@ -25,14 +27,15 @@ check() { # name, command…
   fi
 }
 
-# A package.json of its own, so npm installs here and not into some package.json above /tmp.
-echo '{"private": true}' >"$work/npm/package.json"
-(cd "$work/npm" && timeout 300 npm install --silent --no-audit --no-fund "$claude_pkg" >/dev/null 2>&1) || {
-  echo "claude-code: npm install of $claude_pkg failed" >&2
-  echo "claude-code: 0 passed, 1 failed"
-  exit 1
-}
-claude_bin="$work/npm/node_modules/.bin/claude"
+claude_bin="${META_UTL_CLAUDE:-}"
+if [ -z "$claude_bin" ]; then
+  claude_bin="$("$scripts/fetch_claude.sh" "$work/npm" | tail -n 1)" || {
+    echo "claude-code: scripts/fetch_claude.sh failed" >&2
+    echo "claude-code: 0 passed, 1 failed"
+    exit 1
+  }
+fi
+claude_pkg="@anthropic-ai/claude-code@$(sed -n 's/^VERSION="\([^"]*\)".*/\1/p' "$scripts/fetch_claude.sh")"
 
 # Claude Code runs with nothing of the caller's environment but PATH: no API key, no config dir, no
 # session variables of an outer Claude Code; the throwaway HOME holds all it writes (~/.claude.json
@@ -45,12 +48,9 @@ claude() {
     "$claude_bin" "$@")
 }
 
-# npm 11 may hold back the package's postinstall, which puts the platform's native binary in place
-# of bin/claude.exe; run it by hand if the installed command is still the placeholder.
 claude_version() {
   local version
-  version="$(claude --version 2>&1)" \
-    || { (cd "$work/npm/node_modules/@anthropic-ai/claude-code" && node install.cjs) >/dev/null 2>&1; version="$(claude --version 2>&1)"; }
+  version="$(claude --version 2>&1)"
   echo "$version"
   [[ "$version" == "${claude_pkg##*@} "* ]]
 }
