@@ -339,7 +339,10 @@ fn export_then_import_elsewhere_blocks_the_strategy_and_twice_duplicates_nothing
     assert!(kinds("directive") >= 3 && kinds("event") >= 3);
 
     let other = fresh_db(&dir, "other.db");
-    let first = json_of(&other, &["import", file.to_str().unwrap(), "--json"]);
+    let first = json_of(
+        &other,
+        &["import", file.to_str().unwrap(), "--json", "--create"],
+    );
     assert_eq!(first["lessons_added"], 6);
     assert_eq!(first["beliefs_created"], 2);
     assert_eq!(first["observations_added"], 1200);
@@ -390,7 +393,7 @@ fn export_then_import_elsewhere_blocks_the_strategy_and_twice_duplicates_nothing
     // A newer format is refused and nothing is stored.
     let newer = text.replacen("\"version\":1", "\"version\":2", 1);
     let fresh = fresh_db(&dir, "newer.db");
-    let out = console_with(&fresh, &["import", "-"], newer.as_bytes());
+    let out = console_with(&fresh, &["import", "-", "--create"], newer.as_bytes());
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
