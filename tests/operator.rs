@@ -642,3 +642,67 @@ fn connection_messages_name_the_fix() {
 }
 
 common::postgres_only!(connection_messages_name_the_fix);
+
+#[test]
+fn after_an_import_one_temperature_fit_gives_the_calibration_the_docs_promise() {
+    let mut s = Server::start();
+    demo::seed(&mut s);
+    let source = json_of(&s.db, &["status", "--json"]);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("team.jsonl");
+    ok(&s.db, &["export", "--out", file.to_str().unwrap()]);
+    let target = dir.path().join("team.db");
+    ok(&target, &["import", file.to_str().unwrap(), "--create"]);
+    let calibration = |db: &Path| json_of(db, &["status", "--json"])["calibration"].clone();
+    let before = calibration(&target);
+    let want = &source["calibration"];
+    assert_eq!(
+        before.as_array().unwrap().len(),
+        want.as_array().unwrap().len()
+    );
+    for (b, w) in before
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(want.as_array().unwrap())
+    {
+        assert_eq!(
+            b["ece_raw"], w["ece_raw"],
+            "the observations came over: {b} {w}"
+        );
+    }
+    assert_ne!(
+        before, *want,
+        "the temperatures came over too: the docs are wrong"
+    );
+    // The command of docs/CONSOLE.md, as printed there.
+    let docs =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/CONSOLE.md"))
+            .unwrap();
+    let line = docs
+        .lines()
+        .find(|l| {
+            l.starts_with("printf '%s\\n' '{\"jsonrpc\"") && l.contains("trigger_recalibration")
+        })
+        .expect("the fit command in docs/CONSOLE.md");
+    let request = line.split('\'').nth(3).expect("the request");
+    let out = common::run(&target, &[], format!("{request}\n").as_bytes());
+    assert!(out.status.success(), "{out:?}");
+    let after = calibration(&target);
+    for (a, w) in after
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(want.as_array().unwrap())
+    {
+        let (x, y) = (
+            a["ece_calibrated"].as_f64().unwrap(),
+            w["ece_calibrated"].as_f64().unwrap(),
+        );
+        assert!(
+            (x - y).abs() < 1e-6,
+            "calibrated ECE {x} after the fit, {y} at the source"
+        );
+        assert_eq!(a["band"], w["band"]);
+    }
+}
