@@ -749,7 +749,7 @@ fn the_report_shows_the_lessons_the_beliefs_and_what_to_do_about_the_escalation(
             assert!(html.contains(want), "the lessons table lacks {want:?}");
         }
     }
-    assert!(html.contains("<td class=\"blocks\">blocks</td>"));
+    assert!(html.contains("<td data-label=\"state\" class=\"blocks\">blocks</td>"));
     let beliefs = &html[html.find("<h2>Beliefs</h2>").expect("a Beliefs section")..];
     for want in [
         "CI runs on Debian 12",

@@ -339,6 +339,13 @@ pre { background: #f3f3f3; padding: 8px 10px; border-radius: 4px; white-space: p
              background: #fff6f6; }
 .pending { border-color: #c80; background: #fffaf0; }
 .blocks { color: #b00; }
+@media (max-width: 700px) {
+  table.list, table.list tbody, table.list tr, table.list td { display: block; }
+  table.list tr:first-child { display: none; }
+  table.list tr { border-bottom: 1px solid #ccc; padding: 6px 0; }
+  table.list td, table.list td.text { border: none; padding: 1px 0; min-width: 0; }
+  table.list td::before { content: attr(data-label) \": \"; color: #666; }
+}
 .lifted { color: #777; }
 ";
 
@@ -449,9 +456,13 @@ fn lessons_table(d: &ReportData) -> String {
         let id = l.id.to_string();
         let _ = writeln!(
             h,
-            "<tr><td><code>{}</code></td><td class=\"{class}\">{state}</td><td class=\"nowrap\">{}</td>\
-             <td class=\"text\">{}</td><td class=\"text\">{}</td><td>{}</td><td>{recurrences}</td>\
-             <td class=\"nowrap\">{}</td></tr>",
+            "<tr><td data-label=\"id\"><code>{}</code></td>\
+             <td data-label=\"state\" class=\"{class}\">{state}</td>\
+             <td data-label=\"task\" class=\"nowrap\">{}</td>\
+             <td data-label=\"strategy\" class=\"text\">{}</td>\
+             <td data-label=\"root cause\" class=\"text\">{}</td>\
+             <td data-label=\"failure type\">{}</td><td data-label=\"recurrences\">{recurrences}</td>\
+             <td data-label=\"logged\" class=\"nowrap\">{}</td></tr>",
             &id[..super::lessons::SHORT_ID],
             escape(&l.task_id),
             escape(&l.strategy_description),
@@ -506,7 +517,9 @@ fn beliefs_table(d: &ReportData) -> String {
         }
         let _ = writeln!(
             h,
-            "<tr><td class=\"text\">{}</td><td>{}</td><td>{:.2}</td><td class=\"text\">{}</td></tr>",
+            "<tr><td data-label=\"belief\" class=\"text\">{}</td><td data-label=\"status\">{}</td>\
+             <td data-label=\"confidence\">{:.2}</td>\
+             <td data-label=\"history\" class=\"text\">{}</td></tr>",
             escape(&b.target),
             b.status.as_str(),
             b.confidence,
