@@ -688,6 +688,11 @@ fn after_an_import_one_temperature_fit_gives_the_calibration_the_docs_promise() 
     let request = line.split('\'').nth(3).expect("the request");
     let out = common::run(&target, &[], format!("{request}\n").as_bytes());
     assert!(out.status.success(), "{out:?}");
+    let again = ok(&target, &["import", file.to_str().unwrap()]);
+    assert!(
+        again.contains("Nothing was imported: all") && again.contains("are here already"),
+        "{again}"
+    );
     let after = calibration(&target);
     for (a, w) in after
         .as_array()
@@ -705,4 +710,27 @@ fn after_an_import_one_temperature_fit_gives_the_calibration_the_docs_promise() 
         );
         assert_eq!(a["band"], w["band"]);
     }
+}
+
+#[test]
+fn a_missing_default_database_says_the_server_creates_it() {
+    let home = tempfile::tempdir().unwrap();
+    let out = Command::new(bin())
+        .arg("status")
+        .env_remove("META_UTL_DB")
+        .env_remove("XDG_DATA_HOME")
+        .env("HOME", home.path())
+        .output()
+        .unwrap();
+    let err = refused(&out, "status on a missing default database");
+    assert!(
+        err.contains(".local/share/meta-utl-mcp/state.db")
+            && err.contains("The server creates it when an MCP client first starts meta-utl-mcp"),
+        "{err}"
+    );
+    assert_eq!(
+        names(home.path()),
+        Vec::<String>::new(),
+        "something was created"
+    );
 }
