@@ -253,7 +253,7 @@ fn lift_unblocks_the_running_server_and_restore_blocks_it_again() {
     for (args, want) in [
         (
             vec!["lessons", "lift", "not-a-uuid", "--rationale", "x"],
-            "UUID",
+            "is not a lesson id",
         ),
         (
             vec![
@@ -339,7 +339,10 @@ fn export_then_import_elsewhere_blocks_the_strategy_and_twice_duplicates_nothing
     assert!(kinds("directive") >= 3 && kinds("event") >= 3);
 
     let other = fresh_db(&dir, "other.db");
-    let first = json_of(&other, &["import", file.to_str().unwrap(), "--json"]);
+    let first = json_of(
+        &other,
+        &["import", file.to_str().unwrap(), "--json", "--create"],
+    );
     assert_eq!(first["lessons_added"], 6);
     assert_eq!(first["beliefs_created"], 2);
     assert_eq!(first["observations_added"], 1200);
@@ -390,7 +393,7 @@ fn export_then_import_elsewhere_blocks_the_strategy_and_twice_duplicates_nothing
     // A newer format is refused and nothing is stored.
     let newer = text.replacen("\"version\":1", "\"version\":2", 1);
     let fresh = fresh_db(&dir, "newer.db");
-    let out = console_with(&fresh, &["import", "-"], newer.as_bytes());
+    let out = console_with(&fresh, &["import", "-", "--create"], newer.as_bytes());
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -699,4 +702,129 @@ fn the_report_is_one_page_of_plots_that_chromium_renders_without_errors() {
         r.console_errors.iter().any(|l| l.contains("broken plot")),
         "a console error went unseen"
     );
+}
+
+/// The `font-size` values of an SVG's text.
+fn font_sizes(svg: &str) -> Vec<f64> {
+    svg.split("font-size=\"")
+        .skip(1)
+        .filter_map(|rest| rest.split('"').next()?.trim_end_matches("px").parse().ok())
+        .collect()
+}
+
+/// The texts of an SVG's `<text>` elements.
+fn texts(svg: &str) -> Vec<String> {
+    svg.split("<text")
+        .skip(1)
+        .filter_map(|rest| {
+            let body = rest.split_once('>')?.1;
+            Some(body.split("</text>").next()?.to_string())
+        })
+        .collect()
+}
+
+/// The SVG that follows the heading `title` in the report.
+fn plot_after<'a>(html: &'a str, title: &str) -> &'a str {
+    let from = html
+        .find(&format!("<h2>{title}</h2>"))
+        .unwrap_or_else(|| panic!("no section {title:?}"));
+    let rest = &html[from..];
+    let start = rest.find("<svg").expect("an svg");
+    let end = rest.find("</svg>").expect("the svg's end");
+    &rest[start..end]
+}
+
+#[test]
+fn the_report_shows_the_lessons_the_beliefs_and_what_to_do_about_the_escalation() {
+    let mut s = seeded();
+    let db = s.db.clone();
+    assert_eq!(demo::escalation_status(&mut s), "human_review_required");
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("report.html");
+    ok(&db, &["report", "--out", page.to_str().unwrap()]);
+    let html = std::fs::read_to_string(&page).unwrap();
+    // The lessons, with strategy, root cause, project and state; the beliefs with history.
+    for (task, strategy, rca, _) in demo::LESSONS {
+        for want in [task, strategy, rca] {
+            assert!(html.contains(want), "the lessons table lacks {want:?}");
+        }
+    }
+    assert!(html.contains("<td data-label=\"state\" class=\"blocks\">blocks</td>"));
+    let beliefs = &html[html.find("<h2>Beliefs</h2>").expect("a Beliefs section")..];
+    for want in [
+        "CI runs on Debian 12",
+        "The login test fails because the session cookie expires",
+        "<b>hypothesize</b> 0.60 → hypothetical",
+        "<b>verify</b> 0.90 → verified",
+        "It fails only in runs over 30 s",
+    ] {
+        assert!(beliefs.contains(want), "the beliefs lack {want:?}");
+    }
+    // What to check, and the command that acknowledges, which works as printed.
+    assert!(html.contains("A person must review: human_review_required"));
+    assert!(html.contains("are the recorded outcomes right"));
+    let command = html
+        .split("<pre>")
+        .filter_map(|p| p.split("</pre>").next())
+        .find(|c| c.contains("escalations ack"))
+        .expect("the ack command")
+        .replace("&quot;", "\"");
+    assert_eq!(
+        command,
+        format!(
+            "meta-utl-mcp --db {} escalations ack --rationale \"what you found and decided\"",
+            db.display()
+        )
+    );
+    let ran = Command::new("sh")
+        .arg("-c")
+        .arg(command.replacen("meta-utl-mcp", bin(), 1))
+        .env("USER", "tester")
+        .output()
+        .unwrap();
+    assert!(ran.status.success(), "{ran:?}");
+    assert_eq!(demo::escalation_status(&mut s), "normal");
+    // Legible: no text under 12 px in any plot.
+    for svg in html.split("<svg").skip(1) {
+        let sizes = font_sizes(svg);
+        assert!(!sizes.is_empty());
+        assert!(sizes.iter().all(|&px| px >= 12.0), "font sizes {sizes:?}");
+    }
+    // Time axes in whole seconds at most, count axes in whole numbers.
+    for t in texts(&html) {
+        let ms = t.len() >= 10 && t.as_bytes()[8] == b'.' && t[..2].parse::<u8>().is_ok();
+        assert!(!ms, "a millisecond time label: {t:?}");
+    }
+    let lessons = plot_after(&html, "Lessons per failure type");
+    for t in texts(lessons) {
+        if let Ok(v) = t.trim().parse::<f64>() {
+            assert_eq!(v.fract(), 0.0, "a fractional lesson count: {t:?}");
+        }
+    }
+    // The time plots span the page.
+    assert!(
+        lessons.starts_with("<svg width=\"1140\""),
+        "{}",
+        &lessons[..60]
+    );
+
+    let Some(browser) = chromium() else {
+        eprintln!("SKIPPED the Chromium rendering: no chromium on PATH (apt-get install chromium)");
+        return;
+    };
+    let keep = std::env::var_os("CONSOLE_REPORT_SCREENSHOT_DIR").map(PathBuf::from);
+    for (width, height, name) in [
+        (1280, 4400, "report-1280.png"),
+        (390, 2600, "report-390.png"),
+    ] {
+        let r = render(&browser, &page, width, height);
+        assert!(r.console_errors.is_empty(), "{:#?}", r.console_errors);
+        assert!(
+            r.screenshot.starts_with(b"\x89PNG"),
+            "no screenshot at {width}"
+        );
+        if let Some(dir) = &keep {
+            std::fs::write(dir.join(name), &r.screenshot).unwrap();
+        }
+    }
 }

@@ -501,6 +501,10 @@ fn tls_is_used_and_verified_as_sslmode_asks() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("certificate"), "{stderr}");
     assert!(
+        stderr.contains("sslmode=verify-full") && stderr.contains("sslrootcert=FILE"),
+        "the message does not point at sslmode: {stderr}"
+    );
+    assert!(
         stderr.contains(&format!("localhost:{port}/postgres")),
         "{stderr}"
     );

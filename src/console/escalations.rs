@@ -231,8 +231,18 @@ fn show(app: &App, json: bool, out: &mut Out) -> Result<(), ConsoleError> {
 fn ack(app: &App, rationale: &str, actor: &ActorArg, out: &mut Out) -> Result<(), ConsoleError> {
     let actor = actor.resolve()?;
     let rationale = rationale.trim();
-    let (before, after, directive) = app.write_with(&[Family::Meta], |ctx| {
+    let nothing = "No escalation is pending (status normal): nothing to acknowledge, and \
+                   nothing was recorded.";
+    // Read first, so that nothing at all is written when nothing is pending.
+    if app.read_with(|ctx| Ok(ctx.svc.meta.escalation_status()))? == EscalationStatus::Normal {
+        return out.line(nothing);
+    }
+    let done = app.write_with(&[Family::Meta], |ctx| {
         let before = ctx.svc.meta.escalation_status();
+        // Nothing pending: nothing to acknowledge, and nothing is recorded.
+        if before == EscalationStatus::Normal {
+            return Ok(None);
+        }
         let (_, directive) = meta_store::reset_recorded(
             ctx.db,
             &mut ctx.svc.meta,
@@ -241,15 +251,13 @@ fn ack(app: &App, rationale: &str, actor: &ActorArg, out: &mut Out) -> Result<()
             &actor,
             ctx.now,
         )?;
-        Ok((before, ctx.svc.meta.escalation_status(), directive))
+        Ok(Some((before, ctx.svc.meta.escalation_status(), directive)))
     })?;
-    let note = if before == EscalationStatus::Normal {
-        " (none was pending; the reset was recorded anyway)"
-    } else {
-        ""
+    let Some((before, after, directive)) = done else {
+        return out.line(nothing);
     };
     out.line(&format!(
-        "Acknowledged: escalation {} → {}{note}.",
+        "Acknowledged: escalation {} → {}.",
         before.as_str(),
         after.as_str()
     ))?;

@@ -25,13 +25,24 @@ pub enum LessonsCommand {
         /// Include lifted (inactive) lessons.
         #[arg(long)]
         all: bool,
+        /// Only lessons whose task, strategy, root cause, failure type or agent contains
+        /// this text (case ignored).
+        #[arg(long, value_name = "TEXT")]
+        search: Option<String>,
+        /// How many lessons to show at most (1 to 100000).
+        #[arg(long, default_value_t = 100, value_name = "N",
+              value_parser = clap::value_parser!(u32).range(1..=100_000))]
+        limit: u32,
+        /// Skip this many lessons first (with --limit, pages through a long list).
+        #[arg(long, default_value_t = 0, value_name = "N")]
+        offset: u32,
         /// Print a JSON array instead of a table.
         #[arg(long)]
         json: bool,
     },
     /// One lesson in full, with the directive-history entries that name it.
     Show {
-        /// The lesson id (a UUID, as `lessons list` shows it).
+        /// The lesson id, or any unique start of it (as `lessons list` shows it).
         id: String,
         /// Print JSON instead of text.
         #[arg(long)]
@@ -39,7 +50,7 @@ pub enum LessonsCommand {
     },
     /// Deactivate a lesson: its strategy may be tried again. Recorded as an OVERRIDE.
     Lift {
-        /// The lesson id.
+        /// The lesson id, or any unique start of it.
         id: String,
         /// Why (1 to 1024 characters), recorded in the directive history.
         #[arg(long)]
@@ -49,7 +60,7 @@ pub enum LessonsCommand {
     },
     /// Re-activate a lifted lesson: its strategy is blocked again. Recorded as an OVERRIDE.
     Restore {
-        /// The lesson id.
+        /// The lesson id, or any unique start of it.
         id: String,
         /// Why (1 to 1024 characters), recorded in the directive history.
         #[arg(long)]
@@ -95,13 +106,67 @@ impl From<&Lesson> for LessonJson {
     }
 }
 
-fn lesson_id(id: &str) -> Result<Uuid, ConsoleError> {
-    Uuid::parse_str(id.trim()).map_err(|_| {
-        ConsoleError::Usage(format!(
-            "ID {id:?} is not a lesson id: give the UUID that `lessons list` shows"
-        ))
-    })
+/// The lesson `id` names: a full UUID, or the start of exactly one lesson's id (as the
+/// tables show them, shortened). Hyphens and case are as `lessons list` prints them.
+///
+/// # Errors
+/// [`ConsoleError::Usage`] when no lesson's id starts so, or several do (listing them).
+fn lesson_id(app: &App, id: &str) -> Result<Uuid, ConsoleError> {
+    let given = id.trim().to_ascii_lowercase();
+    if let Ok(full) = Uuid::parse_str(&given) {
+        return Ok(full);
+    }
+    if given.is_empty() || !given.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
+        return Err(ConsoleError::Usage(format!(
+            "ID {id:?} is not a lesson id: give the id, or its first characters, as \
+             `lessons list --all` shows it"
+        )));
+    }
+    let lessons = app.read_with(|ctx| Ok(lesson_store::list(ctx.db, None, true)?))?;
+    let matches: Vec<&Lesson> = lessons
+        .iter()
+        .filter(|l| l.id.to_string().starts_with(&given))
+        .collect();
+    match matches.as_slice() {
+        [one] => Ok(one.id),
+        [] => Err(ConsoleError::Usage(format!(
+            "no lesson id starts with {id:?}; `lessons list --all` shows them"
+        ))),
+        many => {
+            let listed: Vec<String> = many
+                .iter()
+                .take(10)
+                .map(|l| format!("  {}  {}", l.id, clip(&l.strategy_description, 50)))
+                .collect();
+            let more = match many.len() {
+                n if n > 10 => format!("\n  … and {} more", n - 10),
+                _ => String::new(),
+            };
+            Err(ConsoleError::Usage(format!(
+                "{} lessons have ids starting with {id:?}; give more characters:\n{}{more}",
+                many.len(),
+                listed.join("\n")
+            )))
+        }
+    }
 }
+
+/// Shortest id prefixes, at least [`SHORT_ID`] characters, that tell `ids` apart.
+pub fn short_ids(ids: &[Uuid]) -> Vec<String> {
+    let full: Vec<String> = ids.iter().map(Uuid::to_string).collect();
+    let mut len = SHORT_ID;
+    while len < 36 {
+        let mut seen = std::collections::HashSet::new();
+        if full.iter().all(|f| seen.insert(&f[..len])) {
+            break;
+        }
+        len += 1;
+    }
+    full.iter().map(|f| f[..len].to_string()).collect()
+}
+
+/// Characters of an id the tables show (any unique start of an id is accepted back).
+pub const SHORT_ID: usize = 8;
 
 /// Run a `lessons` command.
 ///
@@ -110,18 +175,63 @@ fn lesson_id(id: &str) -> Result<Uuid, ConsoleError> {
 /// stdout fails.
 pub fn run(app: &App, cmd: LessonsCommand, out: &mut Out) -> Result<(), ConsoleError> {
     match cmd {
-        LessonsCommand::List { task, all, json } => list(app, task.as_deref(), all, json, out),
-        LessonsCommand::Show { id, json } => show(app, lesson_id(&id)?, json, out),
+        LessonsCommand::List {
+            task,
+            all,
+            search,
+            limit,
+            offset,
+            json,
+        } => {
+            let page = Page {
+                search: search.as_deref(),
+                limit: limit as usize,
+                offset: offset as usize,
+            };
+            list(app, task.as_deref(), all, &page, json, out)
+        }
+        LessonsCommand::Show { id, json } => show(app, lesson_id(app, &id)?, json, out),
         LessonsCommand::Lift {
             id,
             rationale: r,
             actor,
-        } => set_active(app, lesson_id(&id)?, false, rationale(&r)?, &actor, out),
+        } => {
+            let r = rationale(&r)?;
+            set_active(app, lesson_id(app, &id)?, false, r, &actor, out)
+        }
         LessonsCommand::Restore {
             id,
             rationale: r,
             actor,
-        } => set_active(app, lesson_id(&id)?, true, rationale(&r)?, &actor, out),
+        } => {
+            let r = rationale(&r)?;
+            set_active(app, lesson_id(app, &id)?, true, r, &actor, out)
+        }
+    }
+}
+
+/// Which part of the list `lessons list` shows.
+struct Page<'a> {
+    search: Option<&'a str>,
+    limit: usize,
+    offset: usize,
+}
+
+impl Page<'_> {
+    /// Whether `l` matches `--search` (case ignored).
+    fn matches(&self, l: &Lesson) -> bool {
+        let Some(s) = self.search.map(str::to_lowercase) else {
+            return true;
+        };
+        [
+            l.task_id.as_str(),
+            &l.strategy_description,
+            &l.rca_summary,
+            l.failure_type.as_str(),
+            &l.source_agent,
+        ]
+        .iter()
+        .any(|f| f.to_lowercase().contains(&s))
     }
 }
 
@@ -129,31 +239,51 @@ fn list(
     app: &App,
     task: Option<&str>,
     all: bool,
+    page: &Page<'_>,
     json: bool,
     out: &mut Out,
 ) -> Result<(), ConsoleError> {
     let key = task.map(TaskKey::of);
     let lessons = app.read_with(|ctx| Ok(lesson_store::list(ctx.db, key.as_ref(), all)?))?;
+    let found: Vec<&Lesson> = lessons.iter().filter(|l| page.matches(l)).collect();
+    let shown: Vec<&Lesson> = found
+        .iter()
+        .copied()
+        .skip(page.offset)
+        .take(page.limit)
+        .collect();
     if json {
-        let v: Vec<LessonJson> = lessons.iter().map(LessonJson::from).collect();
+        let v: Vec<LessonJson> = shown.iter().map(|l| LessonJson::from(*l)).collect();
         return out.json(&v);
     }
-    if lessons.is_empty() {
+    if shown.is_empty() {
         let what = if all { "lessons" } else { "active lessons" };
-        return out.line(&match task {
-            Some(t) => format!("No {what} for task {t:?}."),
-            None => format!("No {what}."),
-        });
+        let mut said = match task {
+            Some(t) => format!("No {what} for task {t:?}"),
+            None => format!("No {what}"),
+        };
+        if let Some(s) = page.search {
+            said.push_str(&format!(" matching {s:?}"));
+        }
+        if page.offset > 0 && !found.is_empty() {
+            said.push_str(&format!(
+                " past --offset {} (there are {})",
+                page.offset,
+                found.len()
+            ));
+        }
+        return out.line(&format!("{said}."));
     }
+    let ids = short_ids(&shown.iter().map(|l| l.id).collect::<Vec<_>>());
     let mut t = out.table(&["id", "task", "failure type", "state", "logged", "strategy"]);
-    for l in &lessons {
+    for (l, id) in shown.iter().zip(ids) {
         let state = if l.is_active {
             out.paint(Paint::Bad, "blocks")
         } else {
             out.paint(Paint::Dim, "lifted")
         };
         t.add_row(vec![
-            l.id.to_string(),
+            id,
             clip(&l.task_id, 24),
             l.failure_type.as_str().to_string(),
             state,
@@ -161,7 +291,21 @@ fn list(
             clip(&l.strategy_description, 60),
         ]);
     }
-    out.print_table(&t)
+    out.print_table(&t)?;
+    if shown.len() < found.len() {
+        let first = page.offset + 1;
+        let last = page.offset + shown.len();
+        let next = if last < found.len() {
+            format!("; --offset {last} shows the next")
+        } else {
+            String::new()
+        };
+        out.line(&out.paint(
+            Paint::Dim,
+            &format!("{first}–{last} of {} shown{next}", found.len()),
+        ))?;
+    }
+    Ok(())
 }
 
 fn show(app: &App, id: Uuid, json: bool, out: &mut Out) -> Result<(), ConsoleError> {

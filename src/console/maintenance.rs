@@ -18,6 +18,18 @@ use crate::store::admin;
 /// [`ConsoleError::Store`]: the source refused (not ours, damaged copy) or DEST exists or
 /// cannot be written.
 pub fn backup(src: &DbPath, dest: &Path, out: &mut Out) -> Result<(), ConsoleError> {
+    // Name the missing folder itself, before the copy's temporary file inside it is tried.
+    if let Some(dir) = dest.parent().filter(|d| !d.as_os_str().is_empty())
+        && !dir.is_dir()
+    {
+        return Err(ConsoleError::Usage(format!(
+            "cannot back up to {}: the folder {} does not exist; create it first \
+             (mkdir -p {}) or give another DEST",
+            dest.display(),
+            dir.display(),
+            dir.display()
+        )));
+    }
     let bar = progress(0, "backup");
     let report = admin::backup(src, dest, &mut |done, total| {
         bar.set_length(total);
@@ -76,7 +88,7 @@ pub fn check(path: &DbPath, json: bool, out: &mut Out) -> Result<ExitCode, Conso
     out.field(
         "Database",
         &format!(
-            "{} ({}, schema {})",
+            "{} ({}, SQLite schema version {})",
             r.path.display(),
             bytes(r.bytes),
             r.schema_version

@@ -70,6 +70,11 @@ pub enum Command {
         /// Print the counts as JSON.
         #[arg(long)]
         json: bool,
+        /// Create the database when it does not exist yet (a new SQLite file, its folder
+        /// included); without it a missing file is refused, so that a mistyped --db never
+        /// receives an import.
+        #[arg(long)]
+        create: bool,
     },
     /// Copy the database to DEST (a new file) with SQLite's online backup API, while servers
     /// run; the copy is checked before it gets its name.
@@ -228,8 +233,81 @@ pub fn run(cmd: Command, db: Option<&str>) -> ExitCode {
     }
 }
 
+/// Refuse a database file that does not exist, unless the command may create it: only the
+/// server and `import --create` make a database, so that a mistyped `--db` never reads as an
+/// empty database that "has no lessons". Names the path, a near file name in its folder when
+/// there is one, or the missing folder.
+///
+/// # Errors
+/// [`ConsoleError::Usage`] for a missing file (exit 2).
+pub fn require_existing(path: &DbPath) -> Result<(), ConsoleError> {
+    let DbPath::File(p) = path else {
+        return Ok(());
+    };
+    // `metadata` follows symbolic links: a dangling link is missing too.
+    if std::fs::metadata(p).is_ok() || p.to_string_lossy().starts_with("file:") {
+        return Ok(());
+    }
+    let shown = p.display();
+    let dir = match p.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let (folder, near) = if dir.is_dir() {
+        match near_names(&dir, p) {
+            names if names.is_empty() => (String::new(), String::new()),
+            names => (
+                String::new(),
+                format!(" Did you mean {}?", names.join(" or ")),
+            ),
+        }
+    } else {
+        let folder = format!(" (the folder {} does not exist either)", dir.display());
+        (folder, String::new())
+    };
+    let default = DbPath::default_location().is_some_and(|d| &d == path);
+    let how = if default {
+        "The server creates it when an MCP client first starts meta-utl-mcp"
+    } else {
+        "A database is created only by the server (an MCP client starting meta-utl-mcp with \
+         this --db) or by `meta-utl-mcp import FILE --create`"
+    };
+    Err(ConsoleError::Usage(format!(
+        "there is no database at {shown}{folder}; nothing was created.{near} {how}."
+    )))
+}
+
+/// Up to three files in `dir` whose names are near `p`'s (a typo away), as paths like `p`.
+fn near_names(dir: &std::path::Path, p: &std::path::Path) -> Vec<String> {
+    let Some(name) = p.file_name().map(|n| n.to_string_lossy().into_owned()) else {
+        return Vec::new();
+    };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut near: Vec<(usize, String)> = entries
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file() || t.is_symlink()))
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.starts_with('.') && !n.ends_with("-wal") && !n.ends_with("-shm"))
+        .filter_map(|n| {
+            let d = strsim::damerau_levenshtein(&name, &n);
+            let close = d <= 2 && d < name.chars().count().max(3) / 2 + 1;
+            close.then_some((d, n))
+        })
+        .collect();
+    near.sort();
+    near.into_iter()
+        .take(3)
+        .map(|(_, n)| p.with_file_name(n).display().to_string())
+        .collect()
+}
+
 fn dispatch(cmd: Command, path: &DbPath, out: &mut Out) -> Result<ExitCode, ConsoleError> {
     let ok = |()| ExitCode::SUCCESS;
+    if !matches!(cmd, Command::Import { create: true, .. }) {
+        require_existing(path)?;
+    }
     match cmd {
         Command::Status { json } => status::run(&open_app(path)?, json, out).map(ok),
         Command::Lessons(c) => lessons::run(&open_app(path)?, c, out).map(ok),
@@ -238,7 +316,7 @@ fn dispatch(cmd: Command, path: &DbPath, out: &mut Out) -> Result<ExitCode, Cons
         }
         Command::Escalations(args) => escalations::run(&open_app(path)?, args, out).map(ok),
         Command::Export { out: file } => transfer::export(&open_app(path)?, file, out).map(ok),
-        Command::Import { file, json } => {
+        Command::Import { file, json, .. } => {
             transfer::import(&open_app(path)?, &file, json, out).map(ok)
         }
         Command::Backup { dest } => maintenance::backup(path, &dest, out).map(ok),

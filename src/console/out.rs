@@ -9,8 +9,19 @@ use serde::Serialize;
 
 use super::ConsoleError;
 
-/// Width tables wrap to on a terminal when `COLUMNS` is not set.
+/// Width tables wrap to on a terminal whose size cannot be read, when `COLUMNS` is not set.
 const DEFAULT_WIDTH: u16 = 120;
+
+/// The width tables wrap to: `COLUMNS` when it holds a width (on a pipe too: the user asked
+/// for it), else on a terminal its width (read by comfy-table), else none (a pipe gets whole
+/// lines).
+fn table_width(terminal: bool) -> Option<u16> {
+    let columns = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<u16>().ok())
+        .filter(|c| *c >= 20);
+    columns.or_else(|| terminal.then(|| Table::new().width().unwrap_or(DEFAULT_WIDTH)))
+}
 
 /// A colour or emphasis of [`Out::paint`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,18 +58,13 @@ pub struct Out {
 }
 
 impl Out {
-    /// Standard output: coloured and wrapped to the terminal's width (`COLUMNS`, else 120)
+    /// Standard output: tables wrapped to `COLUMNS`, else to the terminal's width; coloured
     /// only when it is a terminal and `NO_COLOR` is unset or empty.
     pub fn standard() -> Out {
         let stdout = std::io::stdout();
         let terminal = stdout.is_terminal();
         let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-        let width = terminal.then(|| {
-            std::env::var("COLUMNS")
-                .ok()
-                .and_then(|c| c.parse().ok())
-                .unwrap_or(DEFAULT_WIDTH)
-        });
+        let width = table_width(terminal);
         Out {
             w: Box::new(std::io::BufWriter::new(stdout)),
             color: terminal && !no_color,

@@ -19,7 +19,10 @@ pub struct Status {
     /// Its size in bytes (a file with its `-wal`; PostgreSQL: the tables with their indexes);
     /// null for `:memory:`.
     pub bytes: Option<u64>,
-    /// `PRAGMA user_version`.
+    /// `sqlite` or `postgresql`: each backend numbers its own schema versions.
+    pub backend: &'static str,
+    /// The schema version of that backend: SQLite's `PRAGMA user_version` (12 today),
+    /// PostgreSQL's `meta_utl.schema_version` (1 today).
     pub schema_version: i64,
     /// λ_s, the weight of surprise, in [0.1, 0.9].
     pub lambda_s: f64,
@@ -128,7 +131,13 @@ pub fn gather(app: &App) -> Result<Status, ConsoleError> {
                     + std::fs::metadata(format!("{path}-wal")).map_or(0, |m| m.len())
             })
         });
+        let backend = if path.starts_with("postgres://") {
+            "postgresql"
+        } else {
+            "sqlite"
+        };
         Ok(Status {
+            backend,
             database: path,
             bytes,
             schema_version: stats.schema_version,
@@ -170,7 +179,16 @@ pub fn run(app: &App, json: bool, out: &mut Out) -> Result<(), ConsoleError> {
         .unwrap_or_default();
     out.field(
         "Database",
-        &format!("{} ({size}schema {})", s.database, s.schema_version),
+        &format!(
+            "{} ({size}{} schema version {})",
+            s.database,
+            if s.backend == "sqlite" {
+                "SQLite"
+            } else {
+                "PostgreSQL"
+            },
+            s.schema_version
+        ),
     )?;
     out.field(
         "λ",

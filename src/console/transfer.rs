@@ -332,6 +332,7 @@ pub fn export(app: &App, file: Option<PathBuf>, out: &mut Out) -> Result<(), Con
         }
         Ok::<(), ConsoleError>(())
     };
+    let written = file.clone();
     match file {
         None => write(&mut |b| out.raw(b))?,
         Some(path) => {
@@ -344,7 +345,19 @@ pub fn export(app: &App, file: Option<PathBuf>, out: &mut Out) -> Result<(), Con
         }
     }
     bar.finish_and_clear();
-    Ok(())
+    match written {
+        // On stdout the records are the answer; a file gets a line saying it was written.
+        None => Ok(()),
+        Some(path) => {
+            let size = std::fs::metadata(&path).map_or(0, |m| m.len());
+            out.line(&format!(
+                "Wrote {} lines to {} ({}).",
+                records.len() + 1,
+                path.display(),
+                super::out::bytes(size)
+            ))
+        }
+    }
 }
 
 fn encode(e: serde_json::Error) -> ConsoleError {
@@ -740,7 +753,16 @@ pub fn import(app: &App, file: &str, json: bool, out: &mut Out) -> Result<(), Co
     let lines = read_lines(file)?;
     let (version, parsed) = parse(&lines)?;
     let r = store(app, version, &parsed)?;
+    let records = parsed.lessons.len()
+        + parsed.directives.len()
+        + parsed.beliefs.len()
+        + parsed.observations.len()
+        + parsed.events.len();
+    let nothing = nothing_imported(&r, records, file);
     if json {
+        if let Some(why) = &nothing {
+            eprintln!("meta-utl-mcp: {why}");
+        }
         return out.json(&r);
     }
     let mut t = out.table(&["records", "added", "already present"]);
@@ -773,5 +795,32 @@ pub fn import(app: &App, file: &str, json: bool, out: &mut Out) -> Result<(), Co
         r.events_skipped.to_string(),
     ]);
     out.line(&format!("Imported (export format version {version}):"))?;
-    out.print_table(&t)
+    out.print_table(&t)?;
+    match nothing {
+        Some(why) => out.line(&why),
+        None => Ok(()),
+    }
+}
+
+/// Why nothing was imported, when nothing was: the export held no records (made from an
+/// empty or mistyped database), or all of them were here already.
+fn nothing_imported(r: &ImportReport, records: usize, file: &str) -> Option<String> {
+    let added = r.lessons_added
+        + r.directives_added
+        + r.beliefs_created
+        + r.belief_events_added
+        + r.observations_added
+        + r.events_added;
+    if added > 0 {
+        return None;
+    }
+    let source = if file == "-" { "the input" } else { file };
+    Some(if records == 0 {
+        format!(
+            "Nothing was imported: {source} holds no lessons, directives, beliefs, observations \
+             or events (an export of an empty database: was `export` given the right --db?)."
+        )
+    } else {
+        format!("Nothing was imported: all {records} records of {source} are here already.")
+    })
 }

@@ -110,12 +110,23 @@ impl DbPath {
     /// (`postgres://…` or `postgresql://…`, see [`pg::Target::parse`]) or a file path.
     ///
     /// # Errors
-    /// [`StoreError::BadUrl`] for a PostgreSQL URL that cannot be used.
+    /// [`StoreError::BadUrl`] for a PostgreSQL URL that cannot be used, and for a value that
+    /// begins like one but lacks its `//` (`postgres:/x`, `postgresql:x`): taken for a file
+    /// name it would create a `postgres:` folder holding an SQLite file. A file whose name
+    /// really begins so is given as `./postgres:…`.
     pub fn parse(s: &str) -> Result<Self, StoreError> {
         if s == ":memory:" {
             Ok(DbPath::Memory)
         } else if pg::Target::is_url(s) {
             Ok(DbPath::Postgres(Box::new(pg::Target::parse(s)?)))
+        } else if let Some(scheme) = pg::Target::almost_url(s) {
+            Err(StoreError::BadUrl {
+                reason: format!(
+                    "{s:?} begins like a PostgreSQL URL but lacks the \"//\" after \"{scheme}:\", \
+                     so it is neither a URL nor taken as a file name (a file whose name really \
+                     begins so can be given as ./{s})"
+                ),
+            })
         } else {
             Ok(DbPath::File(PathBuf::from(s)))
         }

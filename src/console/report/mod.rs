@@ -15,13 +15,14 @@ use super::ConsoleError;
 use super::out::Out;
 use crate::service::atc::metrics::CalibrationMetrics;
 use crate::service::atc::state::{AtcState, ObservationFilter};
+use crate::service::epistemic::Belief;
 use crate::service::lessons::{FailureType, Lesson};
 use crate::service::meta::{Event, EventType};
 use crate::service::vocab::{Domain, EmbedderId};
 use crate::store::directives::{self, Directive, InterventionType};
-use crate::store::{lessons as lesson_store, meta as meta_store};
+use crate::store::{beliefs as belief_store, lessons as lesson_store, meta as meta_store};
 use crate::tools::App;
-use plots::{Marker, Series, secs};
+use plots::{MarkerKind, Series, YAxis, secs};
 
 /// Time buckets of the ECE-over-time plot.
 pub const ECE_BUCKETS: usize = 12;
@@ -54,6 +55,8 @@ pub struct ReportData {
     pub directives: Vec<Directive>,
     /// The escalation status now.
     pub escalation: &'static str,
+    /// Every belief with its history, oldest first.
+    pub beliefs: Vec<Belief>,
 }
 
 /// Read what the report draws.
@@ -73,6 +76,7 @@ pub fn gather(app: &App) -> Result<ReportData, ConsoleError> {
             lessons: lesson_store::list(ctx.db, None, true)?,
             directives: ds,
             escalation: ctx.svc.meta.escalation_status().as_str(),
+            beliefs: belief_store::all(ctx.db)?,
         })
     })?)
 }
@@ -104,13 +108,15 @@ fn reliability(d: &ReportData) -> Result<Vec<String>, String> {
             continue;
         };
         let title = format!(
-            "{} · T = {:.2} · n = {} · ECE {:.3} → {:.3}",
+            "{} · T = {:.2} · n = {}",
             e.name(),
             d.atc.temperature(e.id()),
-            raw.count,
-            raw.ece,
-            cal.ece
+            raw.count
         );
+        let names = [
+            format!("raw · ECE {:.3}", raw.ece),
+            format!("temperature-calibrated · ECE {:.3}", cal.ece),
+        ];
         let counts: Vec<(f64, f64, usize)> = raw
             .bins
             .iter()
@@ -118,6 +124,7 @@ fn reliability(d: &ReportData) -> Result<Vec<String>, String> {
             .collect();
         out.push(plots::reliability(
             &title,
+            [&names[0], &names[1]],
             &bins_of(&raw),
             &bins_of(&cal),
             &counts,
@@ -174,15 +181,12 @@ fn ece_over_time(d: &ReportData) -> Result<Option<String>, String> {
             color: CALIBRATED_COLOR,
         },
     ];
-    plots::over_time(
-        "ECE over time (all embedders)",
-        "ECE",
-        0.0..top,
-        &series,
-        &[],
-        &[],
-    )
-    .map(Some)
+    let y = YAxis {
+        desc: "ECE",
+        range: 0.0..top,
+        counts: false,
+    };
+    plots::over_time("ECE over time (all embedders)", &y, &series, &[]).map(Some)
 }
 
 /// λ_s after every event, with escalations and acknowledgements marked.
@@ -197,25 +201,25 @@ fn lambda_over_time(d: &ReportData) -> Result<Option<String>, String> {
             .map(|e| (secs(e.timestamp), e.lambda_after.s())),
     );
     points.push((secs(d.made_at), d.lambda_s));
+    // Drawn in this order: the human escalation last, on top.
     let marks = [
-        (EventType::BayesianEscalation, 1usize),
-        (EventType::HumanEscalation, 3),
-        (EventType::SelfHealing, 2),
+        (EventType::SelfHealing, 2usize),
+        (EventType::BayesianEscalation, 1),
+        (EventType::HumanEscalation, 5),
     ];
-    let markers: Vec<Marker> = d
-        .events
+    let kinds: Vec<MarkerKind> = marks
         .iter()
-        .filter_map(|e| {
-            marks.iter().find(|m| m.0 == e.event_type).map(|m| Marker {
-                at: secs(e.timestamp),
-                color: m.1,
-            })
+        .map(|&(t, color)| MarkerKind {
+            name: t.as_str().to_string(),
+            color,
+            at: d
+                .events
+                .iter()
+                .filter(|e| e.event_type == t)
+                .map(|e| secs(e.timestamp))
+                .collect(),
         })
-        .collect();
-    let legend: Vec<(&str, usize)> = marks
-        .iter()
-        .filter(|m| d.events.iter().any(|e| e.event_type == m.0))
-        .map(|m| (m.0.as_str(), m.1))
+        .filter(|k| !k.at.is_empty())
         .collect();
     let series = [Series {
         name: "λ_s".into(),
@@ -223,7 +227,12 @@ fn lambda_over_time(d: &ReportData) -> Result<Option<String>, String> {
         steps: true,
         color: 0,
     }];
-    plots::over_time("λ_s over time", "λ_s", 0.0..1.0, &series, &markers, &legend).map(Some)
+    let y = YAxis {
+        desc: "λ_s",
+        range: 0.0..1.0,
+        counts: false,
+    };
+    plots::over_time("λ_s over time", &y, &series, &kinds).map(Some)
 }
 
 /// The Thompson arms of every domain that has pulls.
@@ -277,15 +286,12 @@ fn lessons_over_time(d: &ReportData) -> Result<Option<String>, String> {
         .filter_map(|s| s.points.last().map(|p| p.1))
         .fold(1.0f64, f64::max)
         + 1.0;
-    plots::over_time(
-        "Lessons per failure type (cumulative)",
-        "lessons",
-        0.0..top,
-        &series,
-        &[],
-        &[],
-    )
-    .map(Some)
+    let y = YAxis {
+        desc: "lessons",
+        range: 0.0..top,
+        counts: true,
+    };
+    plots::over_time("Lessons per failure type (cumulative)", &y, &series, &[]).map(Some)
 }
 
 /// The directive history as dots on one row per intervention type.
@@ -309,18 +315,228 @@ fn directive_timeline(d: &ReportData) -> Result<Option<String>, String> {
 }
 
 const STYLE: &str = "
-body { font-family: sans-serif; margin: 24px auto; max-width: 1200px; color: #222; }
-h1 { font-size: 22px; margin-bottom: 4px; }
-h2 { font-size: 17px; margin-top: 28px; border-bottom: 1px solid #ddd; padding-bottom: 4px; }
-.meta { color: #666; font-size: 13px; }
+body { font-family: sans-serif; margin: 16px auto; padding: 0 12px; max-width: 1160px;
+       color: #222; font-size: 15px; line-height: 1.4; }
+h1 { font-size: 24px; margin-bottom: 4px; }
+h2 { font-size: 19px; margin-top: 30px; border-bottom: 1px solid #ddd; padding-bottom: 4px; }
+.meta { color: #555; font-size: 14px; }
 .grid { display: flex; flex-wrap: wrap; gap: 12px; }
-figure { margin: 0; }
+figure { margin: 0; max-width: 100%; overflow-x: auto; }
 figure svg { display: block; border: 1px solid #eee; }
+.scroll { max-width: 100%; overflow-x: auto; }
 table { border-collapse: collapse; font-size: 14px; }
-td, th { padding: 3px 12px 3px 0; text-align: left; }
-.empty { color: #888; font-style: italic; }
+td, th { padding: 4px 12px 4px 0; text-align: left; vertical-align: top; }
+table.list th { border-bottom: 1px solid #ccc; }
+table.list td { border-bottom: 1px solid #eee; }
+table.list td.text { min-width: 14em; max-width: 32em; }
+td.nowrap { white-space: nowrap; }
+code { background: #f3f3f3; padding: 1px 4px; border-radius: 3px; }
+pre { background: #f3f3f3; padding: 8px 10px; border-radius: 4px; white-space: pre-wrap;
+      word-break: break-all; font-size: 14px; }
+.empty { color: #777; font-style: italic; }
 .escalated { color: #b00; font-weight: bold; }
+.attention { border: 2px solid #b00; border-radius: 6px; padding: 4px 16px; margin: 16px 0;
+             background: #fff6f6; }
+.pending { border-color: #c80; background: #fffaf0; }
+.blocks { color: #b00; }
+@media (max-width: 700px) {
+  table.list, table.list tbody, table.list tr, table.list td { display: block; }
+  table.list tr:first-child { display: none; }
+  table.list tr { border-bottom: 1px solid #ccc; padding: 6px 0; }
+  table.list td, table.list td.text { border: none; padding: 1px 0; min-width: 0; }
+  table.list td::before { content: attr(data-label) \": \"; color: #666; }
+}
+.lifted { color: #777; }
 ";
+
+/// Lessons the report lists at most (the newest; `lessons list` shows them all).
+pub const MAX_LESSON_ROWS: usize = 200;
+
+/// Beliefs the report lists at most (the most recently changed).
+pub const MAX_BELIEF_ROWS: usize = 100;
+
+/// History entries shown per belief at most (the newest).
+pub const MAX_BELIEF_HISTORY: usize = 8;
+
+/// `s` as one shell word: as it is when it holds only safe characters, else in single quotes.
+fn shell_word(s: &str) -> String {
+    let safe = |c: char| c.is_ascii_alphanumeric() || "_./:@%+=,-".contains(c);
+    if !s.is_empty() && s.chars().all(safe) {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+/// What to check and the command that acknowledges, for an escalation that is not normal.
+fn escalation_advice(d: &ReportData) -> Option<String> {
+    let ack = format!(
+        "meta-utl-mcp --db {} escalations ack --rationale \"what you found and decided\"",
+        shell_word(&d.database)
+    );
+    let show = format!("meta-utl-mcp --db {} escalations", shell_word(&d.database));
+    match d.escalation {
+        "human_review_required" => Some(format!(
+            "<div class=\"attention\"><h2>A person must review: human_review_required</h2>\n\
+             <p>Three Bayesian recalibrations of λ in a row could not bring the prediction \
+             accuracy back up, so the server stopped trying and waits for you. Check the \
+             predictions behind it: are the recorded outcomes right (a mislabelled \
+             <code>actual</code> looks exactly like this), did the kind of task change, did an \
+             embedder change? The events are listed by</p>\n<pre>{}</pre>\n<p>When you have \
+             decided, acknowledge it: this clears the counters and the flag and records your \
+             rationale in the directive history.</p>\n<pre>{}</pre></div>\n",
+            escape(&show),
+            escape(&ack)
+        )),
+        "bayesian_pending" => Some(format!(
+            "<div class=\"attention pending\"><h2>A recalibration failed: bayesian_pending</h2>\n\
+             <p>A Bayesian recalibration of λ could not improve the accuracy; the server retries \
+             by itself, and asks for a person only after three failures in a row. Nothing to do \
+             yet; <code>{}</code> shows the events.</p></div>\n",
+            escape(&show)
+        )),
+        _ => None,
+    }
+}
+
+/// The lessons as a table: active first, then the newest; with the tasks where the same
+/// strategy failed too.
+fn lessons_table(d: &ReportData) -> String {
+    if d.lessons.is_empty() {
+        return "<p class=\"empty\">No lessons yet (log_lesson_learned).</p>\n".into();
+    }
+    let mut tasks_of: std::collections::HashMap<&str, Vec<&str>> = std::collections::HashMap::new();
+    for l in &d.lessons {
+        tasks_of
+            .entry(l.normalised_strategy.as_str())
+            .or_default()
+            .push(l.task_id.as_str());
+    }
+    let mut rows: Vec<&Lesson> = d.lessons.iter().collect();
+    rows.sort_by(|a, b| {
+        b.is_active
+            .cmp(&a.is_active)
+            .then(b.created_at.cmp(&a.created_at))
+    });
+    let mut h = String::from(
+        "<div class=\"scroll\"><table class=\"list\">\n<tr><th>id</th><th>state</th>\
+         <th>project (task)</th><th>strategy that failed</th><th>root cause</th>\
+         <th>failure type</th><th>recurrences</th><th>logged</th></tr>\n",
+    );
+    for l in rows.iter().take(MAX_LESSON_ROWS) {
+        let others: Vec<&str> = tasks_of
+            .get(l.normalised_strategy.as_str())
+            .map(|t| t.iter().copied().filter(|t| *t != l.task_id).collect())
+            .unwrap_or_default();
+        let recurrences = if others.is_empty() {
+            "—".to_string()
+        } else {
+            format!(
+                "also in {}: {}",
+                if others.len() == 1 {
+                    "1 other task".to_string()
+                } else {
+                    format!("{} other tasks", others.len())
+                },
+                escape(
+                    &others
+                        .iter()
+                        .take(5)
+                        .copied()
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            )
+        };
+        let (class, state) = if l.is_active {
+            ("blocks", "blocks")
+        } else {
+            ("lifted", "lifted")
+        };
+        let id = l.id.to_string();
+        let _ = writeln!(
+            h,
+            "<tr><td data-label=\"id\"><code>{}</code></td>\
+             <td data-label=\"state\" class=\"{class}\">{state}</td>\
+             <td data-label=\"task\" class=\"nowrap\">{}</td>\
+             <td data-label=\"strategy\" class=\"text\">{}</td>\
+             <td data-label=\"root cause\" class=\"text\">{}</td>\
+             <td data-label=\"failure type\">{}</td><td data-label=\"recurrences\">{recurrences}</td>\
+             <td data-label=\"logged\" class=\"nowrap\">{}</td></tr>",
+            &id[..super::lessons::SHORT_ID],
+            escape(&l.task_id),
+            escape(&l.strategy_description),
+            escape(&l.rca_summary),
+            l.failure_type.as_str(),
+            l.created_at.format("%Y-%m-%d")
+        );
+    }
+    h.push_str("</table></div>\n");
+    if d.lessons.len() > MAX_LESSON_ROWS {
+        let _ = writeln!(
+            h,
+            "<p class=\"meta\">{MAX_LESSON_ROWS} of {} lessons shown; \
+             <code>meta-utl-mcp lessons list --all</code> lists them all.</p>",
+            d.lessons.len()
+        );
+    }
+    h
+}
+
+/// The beliefs with their history, the most recently changed first.
+fn beliefs_table(d: &ReportData) -> String {
+    if d.beliefs.is_empty() {
+        return "<p class=\"empty\">No beliefs yet (epistemic_action).</p>\n".into();
+    }
+    let mut rows: Vec<&Belief> = d.beliefs.iter().collect();
+    rows.sort_by_key(|b| std::cmp::Reverse(b.updated_at));
+    let mut h = String::from(
+        "<div class=\"scroll\"><table class=\"list\">\n<tr><th>belief</th><th>status</th>\
+         <th>confidence</th><th>history (oldest first)</th></tr>\n",
+    );
+    for b in rows.iter().take(MAX_BELIEF_ROWS) {
+        let skipped = b.history.len().saturating_sub(MAX_BELIEF_HISTORY);
+        let mut history: Vec<String> = b
+            .history
+            .iter()
+            .skip(skipped)
+            .map(|e| {
+                format!(
+                    "{} <b>{}</b> {:.2} → {} {:.2}: {}",
+                    e.at.format("%Y-%m-%d %H:%M"),
+                    e.action.as_str(),
+                    e.input_confidence,
+                    e.status_after.as_str(),
+                    e.confidence_after,
+                    escape(&e.rationale)
+                )
+            })
+            .collect();
+        if skipped > 0 {
+            history.insert(0, format!("… {skipped} earlier"));
+        }
+        let _ = writeln!(
+            h,
+            "<tr><td data-label=\"belief\" class=\"text\">{}</td><td data-label=\"status\">{}</td>\
+             <td data-label=\"confidence\">{:.2}</td>\
+             <td data-label=\"history\" class=\"text\">{}</td></tr>",
+            escape(&b.target),
+            b.status.as_str(),
+            b.confidence,
+            history.join("<br>")
+        );
+    }
+    h.push_str("</table></div>\n");
+    if d.beliefs.len() > MAX_BELIEF_ROWS {
+        let _ = writeln!(
+            h,
+            "<p class=\"meta\">{MAX_BELIEF_ROWS} of {} beliefs shown (the most recently \
+             changed).</p>",
+            d.beliefs.len()
+        );
+    }
+    h
+}
 
 /// The page for `d`.
 ///
@@ -348,13 +564,30 @@ pub fn html(d: &ReportData) -> Result<String, String> {
         h,
         "<table>\n<tr><th>λ_s</th><td>{:.3}</td></tr>\n<tr><th>escalation</th><td{esc_class}>{}</td></tr>\n\
          <tr><th>lessons</th><td>{} ({active} active)</td></tr>\n\
-         <tr><th>directives</th><td>{}</td></tr>\n<tr><th>events</th><td>{}</td></tr>\n\
+         <tr><th>beliefs</th><td>{}</td></tr>\n<tr><th>directives</th><td>{}</td></tr>\n<tr><th>events</th><td>{}</td></tr>\n\
          <tr><th>calibration observations</th><td>{observations}</td></tr>\n</table>\n",
         d.lambda_s,
         d.escalation,
         d.lessons.len(),
+        d.beliefs.len(),
         d.directives.len(),
         d.events.len(),
+    );
+    if let Some(advice) = escalation_advice(d) {
+        h.push_str(&advice);
+    }
+    let _ = write!(
+        h,
+        "<h2>Lessons</h2>\n<p class=\"meta\">What the agents learned not to do again: an active \
+         lesson blocks its strategy for its task (<code>lessons lift ID</code> unblocks it). \
+         Recurrences are other tasks where the same strategy failed.</p>\n{}",
+        lessons_table(d)
+    );
+    let _ = write!(
+        h,
+        "<h2>Beliefs</h2>\n<p class=\"meta\">The agents' shared beliefs, with each action that \
+         changed them: the confidence given, and the status and confidence after.</p>\n{}",
+        beliefs_table(d)
     );
     let section = |h: &mut String, title: &str, note: &str, figs: Vec<String>, empty: &str| {
         let _ = write!(h, "<h2>{title}</h2>\n<p class=\"meta\">{note}</p>\n");
@@ -390,8 +623,9 @@ pub fn html(d: &ReportData) -> Result<String, String> {
     section(
         &mut h,
         "λ_s over time",
-        "The weight of surprise after each meta-learning event; vertical lines mark Bayesian \
-         escalations, human escalations and operator resets.",
+        "The weight of surprise after each meta-learning event; vertical lines mark operator \
+         acknowledgements (self_healing), Bayesian escalations and human escalations, each kind \
+         with its own symbol and height near the top.",
         lambda_over_time(d)?.into_iter().collect(),
         "No meta-learning events yet (record_prediction).",
     );

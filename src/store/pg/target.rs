@@ -59,6 +59,17 @@ pub enum SslMode {
 }
 
 impl SslMode {
+    fn as_str(self) -> &'static str {
+        match self {
+            SslMode::Disable => "disable",
+            SslMode::Allow => "allow",
+            SslMode::Prefer => "prefer",
+            SslMode::Require => "require",
+            SslMode::VerifyCa => "verify-ca",
+            SslMode::VerifyFull => "verify-full",
+        }
+    }
+
     fn parse(s: &str) -> Option<Self> {
         Some(match s {
             "disable" => SslMode::Disable,
@@ -82,6 +93,9 @@ pub struct Target {
     ssl: SslMode,
     root_cert: Option<PathBuf>,
     shown: String,
+    /// A password file that was skipped because others may read it (named in the error when
+    /// the server then asks for a password).
+    ignored_pass_file: Option<PathBuf>,
 }
 
 impl PartialEq for Target {
@@ -115,6 +129,18 @@ impl Target {
     pub fn is_url(s: &str) -> bool {
         let lower = s.get(..13).unwrap_or(s).to_ascii_lowercase();
         lower.starts_with("postgres://") || lower.starts_with("postgresql://")
+    }
+
+    /// The scheme (`postgres` or `postgresql`, as written) of a value that begins like a
+    /// PostgreSQL URL, `postgres:` or `postgresql:` in any case, but is not one ([`Self::is_url`]
+    /// is false): a URL with a slash missing, never meant as a file name.
+    pub fn almost_url(s: &str) -> Option<&str> {
+        if Self::is_url(s) {
+            return None;
+        }
+        let (scheme, _) = s.split_once(':')?;
+        (scheme.eq_ignore_ascii_case("postgres") || scheme.eq_ignore_ascii_case("postgresql"))
+            .then_some(scheme)
     }
 
     /// Parse a URL (see the module documentation). The password, when the URL has none, comes
@@ -213,16 +239,22 @@ impl Target {
             port(&config),
             config.get_dbname().unwrap_or_default()
         );
-        if config.get_password().is_none()
-            && let Some(pw) = password_from_environment(&config)
-        {
-            config.password(pw);
+        let mut ignored_pass_file = None;
+        if config.get_password().is_none() {
+            match password_from_environment(&config) {
+                Password::Found(pw) => {
+                    config.password(pw);
+                }
+                Password::Ignored(file) => ignored_pass_file = Some(file),
+                Password::None => {}
+            }
         }
         Ok(Target {
             config,
             ssl,
             root_cert,
             shown,
+            ignored_pass_file,
         })
     }
 
@@ -235,7 +267,7 @@ impl Target {
     pub(crate) fn connect(&self) -> Result<Client, StoreError> {
         let unreachable = |reason: String| StoreError::Unreachable {
             target: self.shown.clone(),
-            reason,
+            reason: self.with_hint(reason),
         };
         let client = match self.ssl {
             SslMode::Disable | SslMode::Allow => self.config.connect(NoTls),
@@ -253,6 +285,50 @@ impl Target {
             ))
             .map_err(|e| unreachable(describe(&e)))?;
         Ok(client)
+    }
+}
+
+impl Target {
+    /// `reason` with the likely fix when it is one of the common mistakes: a password file
+    /// others can read (ignored, as libpq ignores it), a TLS failure (`sslmode`), an `@` of the
+    /// password read as part of the host name.
+    fn with_hint(&self, reason: String) -> String {
+        let lower = reason.to_lowercase();
+        let mut hints = Vec::new();
+        if let Some(file) = &self.ignored_pass_file
+            && self.config.get_password().is_none()
+        {
+            hints.push(format!(
+                "the password file {} was ignored because group or others may read it (libpq \
+                 ignores it too): chmod 600 {}",
+                file.display(),
+                file.display()
+            ));
+        }
+        let tls_words = ["tls", "ssl", "certificate", "handshake", "unknownissuer"];
+        if self.ssl != SslMode::Disable
+            && self.ssl != SslMode::Allow
+            && tls_words.iter().any(|w| lower.contains(w))
+        {
+            hints.push(format!(
+                "the TLS connection failed with sslmode={}: set ?sslmode= in the URL to what \
+                 the server offers (disable for a server without TLS; verify-full with \
+                 sslrootcert=FILE for a private certificate authority)",
+                self.ssl.as_str()
+            ));
+        }
+        if host_name(&self.config).contains('@') {
+            hints.push(
+                "the host name holds an \"@\": an @ (or : / ? #) in the password must be \
+                 percent-encoded, @ as %40"
+                    .to_string(),
+            );
+        }
+        if hints.is_empty() {
+            reason
+        } else {
+            format!("{reason} (hint: {})", hints.join("; "))
+        }
     }
 }
 
@@ -311,19 +387,36 @@ fn port(config: &Config) -> u16 {
     config.get_ports().first().copied().unwrap_or(5432)
 }
 
+/// Where [`password_from_environment`] found a password, or why not.
+enum Password {
+    /// `PGPASSWORD` or a matching line of the password file.
+    Found(String),
+    /// The password file exists but group or others may read it: ignored, as libpq does.
+    Ignored(PathBuf),
+    /// Nowhere.
+    None,
+}
+
 /// `PGPASSWORD`, else the matching line of the password file.
-fn password_from_environment(config: &Config) -> Option<String> {
+fn password_from_environment(config: &Config) -> Password {
     if let Some(pw) = std::env::var("PGPASSWORD").ok().filter(|p| !p.is_empty()) {
-        return Some(pw);
+        return Password::Found(pw);
     }
-    let file = std::env::var_os("PGPASSFILE")
+    let Some(file) = std::env::var_os("PGPASSFILE")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".pgpass")))?;
-    if !private(&file) {
-        return None;
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".pgpass")))
+    else {
+        return Password::None;
+    };
+    match private(&file) {
+        Some(true) => {}
+        Some(false) => return Password::Ignored(file),
+        None => return Password::None,
     }
-    let text = std::fs::read_to_string(&file).ok()?;
+    let Ok(text) = std::fs::read_to_string(&file) else {
+        return Password::None;
+    };
     // A socket directory counts as "localhost" in the file (libpq).
     let host = match config.get_hosts().first() {
         Some(Host::Tcp(h)) => h.clone(),
@@ -336,27 +429,31 @@ fn password_from_environment(config: &Config) -> Option<String> {
         config.get_dbname().unwrap_or_default(),
         config.get_user().unwrap_or_default(),
     )
+    .map_or(Password::None, Password::Found)
 }
 
+/// Whether the password file is private to its owner: `None` when it is missing or not a
+/// file, `Some(false)` when group or others may read it (then libpq ignores it).
 #[cfg(unix)]
-fn private(file: &Path) -> bool {
+fn private(file: &Path) -> Option<bool> {
     use std::os::unix::fs::PermissionsExt;
     match std::fs::metadata(file) {
+        Ok(m) if !m.is_file() => None,
         Ok(m) if m.permissions().mode() & 0o077 != 0 => {
             tracing::warn!(
                 file = %file.display(),
                 "password file ignored: it is readable by group or others (chmod 0600 it)"
             );
-            false
+            Some(false)
         }
-        Ok(m) => m.is_file(),
-        Err(_) => false,
+        Ok(_) => Some(true),
+        Err(_) => None,
     }
 }
 
 #[cfg(not(unix))]
-fn private(file: &Path) -> bool {
-    file.is_file()
+fn private(file: &Path) -> Option<bool> {
+    file.is_file().then_some(true)
 }
 
 /// The password of the first line of a password file matching all four fields (`*` matches

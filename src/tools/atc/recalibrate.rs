@@ -16,7 +16,6 @@ use crate::service::Family;
 use crate::service::atc::RunMode;
 use crate::service::atc::recalibrate::{Action, Level, LevelReport, MetricsScope, Recalibration};
 use crate::service::atc::state::Level4Outcome;
-use crate::service::lessons::DEFAULT_ACTOR;
 use crate::service::vocab::{Domain, NUM_EMBEDDERS};
 use crate::store::atc as atc_store;
 use crate::store::directives::{self, Directive, InterventionType};
@@ -298,7 +297,7 @@ impl WriteTool for TriggerRecalibration {
                 None,
                 InterventionType::Override,
                 note,
-                DEFAULT_ACTOR,
+                directives::SERVER_ACTOR,
                 ctx.now,
             );
             directives::insert(ctx.db, &d)?;

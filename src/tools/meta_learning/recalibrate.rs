@@ -7,7 +7,6 @@ use serde_json::{Value, json};
 
 use super::{MetaDomain, Named, RecalibrationReport, domain, domain_of, persist};
 use crate::service::Family;
-use crate::service::lessons::DEFAULT_ACTOR;
 use crate::service::meta::{EscalationStatus, RecalibrationRequest, WINDOW};
 use crate::store::directives::{self, Directive, InterventionType};
 use crate::store::meta::{self as meta_store, Windows};
@@ -92,7 +91,7 @@ impl WriteTool for TriggerLambdaRecalibration {
                 None,
                 InterventionType::Override,
                 what,
-                DEFAULT_ACTOR,
+                directives::SERVER_ACTOR,
                 ctx.now,
             );
             directives::insert(ctx.db, &directive)?;
