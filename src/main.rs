@@ -209,13 +209,36 @@ fn yield_to_the_handshake() {
 #[cfg(target_os = "linux")]
 const OPENER_NICE: libc::c_int = 10;
 
+/// How long the server waits between attempts to reach a PostgreSQL server that could not be
+/// reached at start-up; meanwhile tool calls are answered with the reason.
+const REOPEN_INTERVAL: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Why the store could not be opened.
+enum OpenFailure {
+    /// The database server could not be reached: it may come back, so the server keeps
+    /// serving, answers tool calls with this message, and tries again.
+    Unreachable(String),
+    /// Anything else (a damaged, foreign or newer file, a bad URL, a refused password): the
+    /// message for stderr, and exit status 2.
+    Refused(String),
+}
+
 /// Open the store at `path` for `app` ([`App::opened`]), after deleting events older than
 /// `retention_days`.
 ///
 /// # Errors
-/// The message for stderr: the store's refusal or failure, naming the file.
-fn open_store(app: &App, path: &DbPath, retention_days: u32) -> Result<(), String> {
-    let store = Store::open(path).map_err(|e| e.to_string())?;
+/// [`OpenFailure`] with the message for stderr: the store's refusal or failure, naming the
+/// file or server.
+fn open_store(app: &App, path: &DbPath, retention_days: u32) -> Result<(), OpenFailure> {
+    let store = Store::open(path).map_err(|e| match e {
+        StoreError::Unreachable { .. } => OpenFailure::Unreachable(e.to_string()),
+        e => OpenFailure::Refused(e.to_string()),
+    })?;
+    open_opened(app, path, store, retention_days).map_err(OpenFailure::Refused)
+}
+
+/// The rest of [`open_store`] once the store is open.
+fn open_opened(app: &App, path: &DbPath, store: Store, retention_days: u32) -> Result<(), String> {
     match store.apply_retention(retention_days) {
         Ok(0) => {}
         Ok(n) => tracing::info!(deleted = n, days = retention_days, "old events deleted"),
@@ -377,8 +400,11 @@ fn main() -> ExitCode {
     // handshake (`initialize`, `tools/list`, `ping`): creating a new database (schema, one
     // sync) takes a few ms, and Claude Code starts a server for every session. A tool call
     // waits for the store. A store that cannot be opened ends the process with exit status 2
-    // and the reason on stderr, as before; a tool call is never answered without it.
+    // and the reason on stderr, as before, but for a PostgreSQL server that cannot be reached:
+    // then tool calls are answered with the reason while the thread tries again, until the
+    // server ends (`stop`, dropped after serving).
     let app = with_embedding(App::opening(&path, profile), model);
+    let (stop, stopped) = std::sync::mpsc::channel::<()>();
     let opener = {
         let app = app.clone();
         let retention = cli.event_retention_days;
@@ -386,9 +412,33 @@ fn main() -> ExitCode {
             .name("store-open".into())
             .spawn(move || {
                 yield_to_the_handshake();
-                if let Err(message) = open_store(&app, &path, retention) {
-                    eprintln!("meta-utl-mcp: {message}");
-                    std::process::exit(2);
+                let mut logged = false;
+                loop {
+                    match open_store(&app, &path, retention) {
+                        Ok(()) => return None,
+                        Err(OpenFailure::Refused(message)) => {
+                            eprintln!("meta-utl-mcp: {message}");
+                            std::process::exit(2);
+                        }
+                        // Keep serving: every tool call is answered with the reason (the only
+                        // place a client such as Claude Code shows it), until the server can
+                        // be reached.
+                        Err(OpenFailure::Unreachable(message)) => {
+                            if !logged {
+                                tracing::error!(
+                                    "{message}; retrying every {} s",
+                                    REOPEN_INTERVAL.as_secs()
+                                );
+                                logged = true;
+                            }
+                            app.unavailable(message.clone());
+                            if stopped.recv_timeout(REOPEN_INTERVAL)
+                                != Err(std::sync::mpsc::RecvTimeoutError::Timeout)
+                            {
+                                return Some(message);
+                            }
+                        }
+                    }
                 }
             })
     };
@@ -404,8 +454,14 @@ fn main() -> ExitCode {
     // stopped reading: the exit does not wait for them.
     runtime.shutdown_background();
     // A client gone before the store was open (EOF at once): let the open finish, so that the
-    // store closes as usual instead of being cut off half-way.
-    let _ = opener.join();
+    // store closes as usual instead of being cut off half-way; an opener waiting to retry an
+    // unreachable server stops.
+    drop(stop);
+    // Never reached: the reason was answered to every tool call; a script sees it here too.
+    if let Ok(Some(reason)) = opener.join() {
+        eprintln!("meta-utl-mcp: {reason}");
+        return ExitCode::from(2);
+    }
     match served {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

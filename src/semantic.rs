@@ -381,11 +381,12 @@ fn check_folder(dir: &std::path::Path) -> Result<(), String> {
 }
 
 /// Loads the model in `dir`, hands it to `semantic` (which must be [`Semantic::loading`]),
-/// then back-fills the vectors of the lessons in `store` that have none of this model. Blocks:
+/// then back-fills the vectors of the lessons in `store` (when there is one yet) that have
+/// none of this model. Blocks:
 /// the server runs it on a thread of its own (`App::start_embedding`), which then stays to
 /// serve [`BackfillRequests`]. A load that fails logs
 /// the reason and leaves the lexical matcher on.
-pub fn load_and_backfill(semantic: &Semantic, store: &Store, dir: &std::path::Path) {
+pub fn load_and_backfill(semantic: &Semantic, store: Option<&Store>, dir: &std::path::Path) {
     let started = std::time::Instant::now();
     match Model::load(dir) {
         Ok(model) => {
@@ -406,7 +407,9 @@ pub fn load_and_backfill(semantic: &Semantic, store: &Store, dir: &std::path::Pa
             return;
         }
     }
-    backfill_logged(semantic, store);
+    if let Some(store) = store {
+        backfill_logged(semantic, store);
+    }
 }
 
 /// [`backfill`] with the semantic state's model (nothing without one), logging what it did.

@@ -82,15 +82,20 @@ struct Session {
 
 impl Session {
     fn new(test: &str, profile: Option<&str>) -> Option<Session> {
+        Session::on(test, profile, None)
+    }
+
+    /// A session on the database `db` (a path or URL), or a new file in the throwaway folder.
+    fn on(test: &str, profile: Option<&str>, db: Option<&str>) -> Option<Session> {
         let claude = ClaudeCode::new(test)?;
         let project = claude.folder("project");
-        let db = claude.folder("data").join("state.db");
+        let file = claude.folder("data").join("state.db");
+        let db = db.unwrap_or(file.to_str().unwrap()).to_string();
         let mut env = vec![("META_UTL_EMBEDDING_MODEL", "off"), ("RUST_LOG", "warn")];
         if let Some(p) = profile {
             env.push(("META_UTL_TOOLS", p));
         }
-        let config =
-            claude.mcp_config(SERVER, common::bin(), &["--db", db.to_str().unwrap()], &env);
+        let config = claude.mcp_config(SERVER, common::bin(), &["--db", &db], &env);
         Some(Session {
             claude,
             config,
@@ -327,6 +332,39 @@ fn argument_errors_reach_the_model_naming_the_field() {
             let answer: Value = serde_json::from_str(&r.text).expect("the answer as JSON");
             assert_eq!(answer["blacklisted"], false, "{answer}");
         }
+    }
+}
+
+/// A team database that cannot be reached when the session starts: the server still connects
+/// (before, it exited and Claude Code showed only "tools fetch failed"), and the model is told
+/// why at its first call, with the fix, so it can tell the user.
+#[test]
+fn an_unreachable_database_is_explained_to_the_model() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port();
+    let url = format!("postgres://agents@127.0.0.1:{port}/team_memory");
+    let Some(session) = Session::on(module_path!(), None, Some(&url)) else {
+        return;
+    };
+    let model = ScriptedModel::steps(vec![Reply::tool(
+        &tool_name("check_strategy_blacklist"),
+        json!({"task_id": "T", "strategy": "Retry the flaky test"}),
+    )]);
+    session.run(&model, false);
+    let requests = model.main_requests();
+    let results = tool_results(requests.last().unwrap());
+    assert_eq!(results.len(), 1, "{results:?}");
+    let r = &results[0];
+    assert!(r.is_error, "{}", r.text);
+    for part in [
+        "cannot connect to PostgreSQL",
+        &port.to_string(),
+        "PGPASSWORD",
+        "tell the user",
+    ] {
+        assert!(r.text.contains(part), "{part}: {}", r.text);
     }
 }
 

@@ -26,7 +26,88 @@ common::postgres_only!(
     four_servers_killed_at_random_lose_nothing_answered,
     a_lost_connection_fails_the_call_clearly_and_the_server_reconnects,
     tls_is_used_and_verified_as_sslmode_asks,
+    a_server_not_reached_at_start_answers_calls_with_why_and_opens_once_it_is,
 );
+
+/// Forward every connection to 127.0.0.1:`from` on to 127.0.0.1:`to` (both directions, a
+/// thread each), on a thread of its own that lives as long as the test process.
+fn forward(from: u16, to: u16) {
+    let listener = std::net::TcpListener::bind(("127.0.0.1", from)).expect("bind the forwarder");
+    std::thread::spawn(move || {
+        for client in listener.incoming().flatten() {
+            let Ok(server) = std::net::TcpStream::connect(("127.0.0.1", to)) else {
+                continue;
+            };
+            for (mut a, mut b) in [
+                (client.try_clone().unwrap(), server.try_clone().unwrap()),
+                (server, client),
+            ] {
+                std::thread::spawn(move || {
+                    let _ = std::io::copy(&mut a, &mut b);
+                    let _ = b.shutdown(std::net::Shutdown::Both);
+                });
+            }
+        }
+    });
+}
+
+/// PostgreSQL down when the server starts (Claude Code starts one per session): the server
+/// keeps serving, each tool call is answered at once with why (naming the server, without the
+/// password) instead of the process dying where no user looks, and once PostgreSQL can be
+/// reached the same server opens the store and serves.
+fn a_server_not_reached_at_start_answers_calls_with_why_and_opens_once_it_is() {
+    let db = Database::create();
+    let port = common::pg::free_port();
+    let target: u16 = db
+        .url
+        .rsplit_once(':')
+        .and_then(|(_, rest)| rest.split('/').next())
+        .and_then(|p| p.parse().ok())
+        .expect("a port in the test URL");
+    let url = db
+        .url_with_password(PASSWORD)
+        .replace(&format!(":{target}/"), &format!(":{port}/"));
+    let mut s = Server::start_at(&url, &[]);
+    s.initialize("2025-11-25");
+    let started = Instant::now();
+    let r = s.call("get_meta_learning_status", json!({}));
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        started.elapsed()
+    );
+    let message = r["error"]["message"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{r}"));
+    assert_eq!(r["error"]["code"], -32603, "{r}");
+    for part in [
+        "not available",
+        "cannot connect to PostgreSQL",
+        &port.to_string(),
+        "PGPASSWORD",
+    ] {
+        assert!(message.contains(part), "{part}: {message}");
+    }
+    assert!(!message.contains(PASSWORD), "{message}");
+    forward(port, target);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let r = s.call(
+            "record_prediction",
+            json!({"embedder_index": 1, "predicted": 0.9, "actual": 0.4}),
+        );
+        if r.get("result").is_some() {
+            assert_eq!(r["result"]["isError"], false, "{r}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "never opened: {r}");
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let (exit, _, stderr) = s.finish();
+    assert!(exit.success(), "{stderr}");
+    assert!(!stderr.contains(PASSWORD), "{stderr}");
+    assert_eq!(interaction_count(&db.url), 1);
+}
 
 fn interaction_count(db: &str) -> u64 {
     let mut s = Server::start_at(db, &[]);

@@ -61,6 +61,11 @@ pub struct ToolReply {
 pub struct App {
     /// The cached service and the store, once opened.
     core: std::sync::OnceLock<Core>,
+    /// Why the store is not open yet, once an attempt failed and the server retries (a
+    /// PostgreSQL server that cannot be reached); `None` while the first attempt runs.
+    unavailable: parking_lot::Mutex<Option<String>>,
+    /// Signalled when the store opens or an attempt fails.
+    open_changed: parking_lot::Condvar,
     db_path: String,
     profile: Profile,
     session: mcp::Session,
@@ -103,6 +108,8 @@ impl App {
     pub fn opening(path: &store::DbPath, profile: Profile) -> App {
         App {
             core: std::sync::OnceLock::new(),
+            unavailable: parking_lot::Mutex::new(None),
+            open_changed: parking_lot::Condvar::new(),
             db_path: path.display(),
             profile,
             session: mcp::Session::default(),
@@ -131,12 +138,45 @@ impl App {
             })
             .is_err();
         assert!(!second, "App::opened called on an app that has its store");
+        let was_unavailable = self.unavailable.lock().take().is_some();
+        self.open_changed.notify_all();
+        if was_unavailable {
+            // The embedding thread gave up back-filling while there was no store.
+            self.semantic.request_backfill();
+        }
         Ok(())
     }
 
-    /// The cached service and the store, waiting until [`App::opened`] supplies them.
-    fn core(&self) -> &Core {
-        self.core.wait()
+    /// Record that an attempt to open the store failed for a reason that may pass (PostgreSQL
+    /// unreachable) while the caller retries: until [`App::opened`], tool calls are answered
+    /// at once with `reason` instead of waiting.
+    pub fn unavailable(&self, reason: String) {
+        *self.unavailable.lock() = Some(reason);
+        self.open_changed.notify_all();
+    }
+
+    /// The cached service and the store: at once when open; while the first attempt to open
+    /// it runs, once it ends.
+    ///
+    /// # Errors
+    /// [`ToolError::Internal`] with the reason when the last attempt failed ([`App::unavailable`]).
+    fn core(&self) -> Result<&Core, ToolError> {
+        if let Some(core) = self.core.get() {
+            return Ok(core);
+        }
+        let mut why = self.unavailable.lock();
+        loop {
+            if let Some(core) = self.core.get() {
+                return Ok(core);
+            }
+            if let Some(reason) = why.as_ref() {
+                return Err(ToolError::Internal(format!(
+                    "the memory's database is not available, so nothing was read or kept: \
+                     {reason}. The server keeps trying to connect; tell the user"
+                )));
+            }
+            self.open_changed.wait(&mut why);
+        }
     }
 
     /// This app with `semantic` as its embedding matcher (e.g. [`Semantic::loading`], then
@@ -165,13 +205,16 @@ impl App {
             .name("embedding".into())
             .spawn(move || {
                 if let Some(app) = app.upgrade() {
-                    crate::semantic::load_and_backfill(&app.semantic, &app.core().store, &dir);
+                    // Without a store yet (PostgreSQL unreachable), the back-fill waits for
+                    // the request `App::opened` makes.
+                    let store = app.core().ok().map(|core| &core.store);
+                    crate::semantic::load_and_backfill(&app.semantic, store, &dir);
                 }
                 loop {
                     let wanted = requests.wait(BACKFILL_POLL);
                     let Some(app) = app.upgrade() else { return };
-                    if wanted {
-                        crate::semantic::backfill_logged(&app.semantic, &app.core().store);
+                    if wanted && let Ok(core) = app.core() {
+                        crate::semantic::backfill_logged(&app.semantic, &core.store);
                     }
                 }
             })
@@ -296,7 +339,7 @@ impl App {
         &self,
         f: impl Fn(&ReadCtx<'_>) -> Result<T, ToolError>,
     ) -> Result<T, ToolError> {
-        let core = self.core();
+        let core = self.core()?;
         loop {
             {
                 let svc = core.svc.read();
@@ -344,7 +387,7 @@ impl App {
         families: &[Family],
         f: impl FnOnce(&mut WriteCtx<'_>) -> Result<T, ToolError>,
     ) -> Result<T, ToolError> {
-        let core = self.core();
+        let core = self.core()?;
         let mut svc = core.svc.write();
         // A handler that panics may leave the cached state half-changed while the store
         // rolls its transaction back: reload on the next call.
@@ -396,7 +439,7 @@ impl App {
     pub fn write_batch<T>(&self, f: impl FnOnce() -> T) -> Result<T, RpcError> {
         // The server's runs catch their own panics; this catch keeps the write executor alive,
         // and every write of the group answered, should the group itself ever unwind.
-        let core = self.core();
+        let core = self.core().map_err(|e| RpcError::internal(e.to_string()))?;
         let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| core.store.batch(f)));
         let failure = match out {
             Ok(Ok(v)) => return Ok(v),
