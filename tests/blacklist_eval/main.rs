@@ -26,6 +26,7 @@
 //! eprintln!("{}", table("embedding + guard, held out", &cv.held_out));   // cv.final_threshold
 //! ```
 
+#[path = "../common/mod.rs"]
 mod common;
 
 use std::collections::HashMap;
@@ -38,9 +39,9 @@ use meta_utl_mcp::service::lessons::matching::{Candidate, decide};
 use meta_utl_mcp::service::lessons::text::{normalise_strategy, word_tokens};
 
 /// The development set: thresholds are chosen on it.
-const DEV_SET: &str = include_str!("data/blacklist_pairs.jsonl");
+const DEV_SET: &str = include_str!("../data/blacklist_pairs.jsonl");
 /// The fresh set: never tuned on (see `tests/data/README.md`).
-const FRESH_SET: &str = include_str!("data/blacklist_pairs_fresh.jsonl");
+const FRESH_SET: &str = include_str!("../data/blacklist_pairs_fresh.jsonl");
 
 /// What kind of pair (see `tests/data/README.md`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize)]
