@@ -28,6 +28,7 @@
 
 #[path = "../common/mod.rs"]
 mod common;
+mod stats;
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
