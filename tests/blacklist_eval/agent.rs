@@ -357,6 +357,57 @@ fn sets() -> (Vec<Pair>, Vec<Pair>) {
 }
 
 #[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A positive pair of `task` whose effective score is `score`.
+    fn positive(task: usize, score: f64) -> Scored {
+        Scored {
+            task,
+            same: true,
+            kind: Kind::Synonym,
+            longer: false,
+            structural: false,
+            top: score,
+            effective: score,
+            guarded: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn resamples_draw_whole_tasks() {
+        // Task 0: two positives blocked at 0.5; task 1: two missed. A resample of two tasks
+        // holds 0, 1 or 2 copies of task 0, so its recall is 0, 0.5 or 1 (with probabilities
+        // 1/4, 1/2, 1/4) — never 0.25 or 0.75, which resampling pairs would give.
+        let scored = [
+            positive(0, 0.9),
+            positive(0, 0.8),
+            positive(1, 0.1),
+            positive(1, 0.2),
+        ];
+        let m = Measured::at(&scored, 0.5);
+        assert_eq!(m.resamples.len(), RESAMPLES);
+        let recalls: Vec<f64> = m
+            .resamples
+            .iter()
+            .map(|r| r.overall.recall().expect("positives"))
+            .collect();
+        assert!(
+            recalls.iter().all(|r| [0.0, 0.5, 1.0].contains(r)),
+            "{recalls:?}"
+        );
+        assert!(m.resamples.iter().all(|r| r.overall.n() == 4));
+        let share = |x: f64| recalls.iter().filter(|&&r| r == x).count() as f64 / RESAMPLES as f64;
+        assert!((share(0.5) - 0.5).abs() < 0.06, "{}", share(0.5));
+        // Both tails hold about a quarter of the resamples, so the 95 % interval is [0, 1].
+        let e = m.recall().expect("defined");
+        assert_eq!((e.value, e.low, e.high), (0.5, 0.0, 1.0));
+        // Undefined on the whole set (no negatives): no interval.
+        assert_eq!(m.hard_let_through(), None);
+    }
+}
+
+#[cfg(test)]
 mod lexical {
     use super::*;
     use meta_utl_mcp::service::lessons::matching::{LEXICAL_THRESHOLD, lexical_similarity};
