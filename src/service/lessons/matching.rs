@@ -18,7 +18,7 @@
 //! against [`super::vectors::EMBEDDING_THRESHOLD`] — and the guard ([`super::guard::check`]): a
 //! lesson that scores above the threshold but that the proposal reverses or retargets is a
 //! *near miss*, not a block. (The first round's rule, word-Dice of the raw tokens ≥ 0.8 with no
-//! guard, reached F1 0.44 on the development set; `tests/blacklist_eval.rs` still prints it.)
+//! guard, reached F1 0.44 on the development set; `tests/blacklist_eval/` still prints it.)
 
 use super::guard::{self, GuardReason};
 use super::lexical::LexicalText;

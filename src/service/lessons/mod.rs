@@ -5,7 +5,7 @@
 //! agent starts a strategy it asks whether a lesson of the same task blacklists it; the match is
 //! done here ([`matching`]) on normalised text ([`text`]): exact and containment rules, then a
 //! similarity score over a tuned threshold ([`lexical`] terms when no embedding model is loaded),
-//! unless the [`guard`] sees a reversal or a changed target (issue 15). `tests/blacklist_eval.rs`
+//! unless the [`guard`] sees a reversal or a changed target (issue 15). `tests/blacklist_eval/`
 //! measures matchers on the labelled pairs of `tests/data/` and chooses their thresholds. Task
 //! ids are compared by their [`TaskKey`] (case, width and surrounding spaces folded); the store
 //! keeps lessons unique per (task key, normalised strategy). The directive history (human

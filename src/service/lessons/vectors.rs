@@ -12,7 +12,7 @@ use crate::service::delta_sc::index::idot;
 /// with the guard applied ([`super::matching::decide`]).
 ///
 /// Chosen on 2026-11-22 on the development set `tests/data/blacklist_pairs.jsonl` (363 pairs,
-/// 60 coding tasks) by 5-fold cross-validation over tasks (`tests/blacklist_eval.rs`): the
+/// 60 coding tasks) by 5-fold cross-validation over tasks (`tests/blacklist_eval/`): the
 /// folds chose 0.602–0.606, and all pairs 0.6062, inside the F1 plateau that 0.61 also lies on
 /// (the test checks that the constant decides every pair as the chosen threshold does).
 ///

@@ -28,7 +28,7 @@ const MAX_QUERY_TERMS: usize = 64;
 /// which the inactive ones are dropped.
 const RELATED_OVERFETCH: usize = 4;
 /// With a model, related lessons scoring below this cosine are left out: on the development
-/// set, pairs labelled `unrelated` score under it (see `tests/blacklist_eval.rs`).
+/// set, pairs labelled `unrelated` score under it (see `tests/blacklist_eval/`).
 pub const RELATED_MIN_SCORE: f64 = 0.3;
 
 /// `check_strategy_blacklist`.
