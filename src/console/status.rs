@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use super::ConsoleError;
-use super::out::{Out, Paint, bytes, when};
+use super::out::{Out, Paint, bytes, safe, when};
 use crate::service::atc::state::ObservationFilter;
 use crate::service::meta::EscalationStatus;
 use crate::service::vocab::Domain;
@@ -170,7 +170,7 @@ pub fn run(app: &App, json: bool, out: &mut Out) -> Result<(), ConsoleError> {
         .unwrap_or_default();
     out.field(
         "Database",
-        &format!("{} ({size}schema {})", s.database, s.schema_version),
+        &format!("{} ({size}schema {})", safe(&s.database), s.schema_version),
     )?;
     out.field(
         "λ",
