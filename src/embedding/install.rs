@@ -385,7 +385,7 @@ pub fn sha256_file(path: &Path) -> Result<String, EmbeddingError> {
 }
 
 pub(crate) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    crate::files::hex(bytes)
 }
 
 /// Flushes a folder's entries (new names, renames) to disk.

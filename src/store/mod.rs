@@ -37,6 +37,15 @@ use rusqlite::Connection;
 pub use health::CHECK_WAIT;
 pub use open::{APPLICATION_ID, INLINE_CHECK_MAX_BYTES};
 
+/// The file `p` names: absolute, every symbolic link resolved (a dangling one too), `.` and
+/// `..` applied, as the store resolves `--db`.
+///
+/// # Errors
+/// A symbolic link that cannot be read, or a loop of them.
+pub fn resolve_path(p: &std::path::Path) -> std::io::Result<std::path::PathBuf> {
+    open::resolve(p)
+}
+
 use crate::service::{Family, MetaLearningService, Versions};
 
 /// How long a write waits for another process's write transaction before failing.
