@@ -524,3 +524,167 @@ fn a_url_with_an_unencoded_at_in_its_password_is_refused_with_the_fix() {
     assert!(err.contains("%40") && err.contains("~/.pgpass"), "{err}");
     assert!(!err.contains("cret"), "the password shows: {err}");
 }
+
+common::postgres_only!(a_commit_whose_answer_is_lost_is_answered_truthfully);
+
+/// The simple-query message `COMMIT` as the server sends it.
+const COMMIT_MESSAGE: &[u8] = b"Q\0\0\0\x0bCOMMIT\0";
+
+/// What the proxy does to the next `COMMIT` it sees.
+const PASS: u8 = 0;
+/// Cut both connections instead of forwarding it: PostgreSQL never sees it and aborts.
+const CUT_BEFORE: u8 = 1;
+/// Cut the connection to the client, then forward it and close: PostgreSQL commits, and the
+/// answer never reaches the client.
+const CUT_AFTER: u8 = 2;
+
+/// A loopback TCP proxy to `upstream` that cuts a connection at its next `COMMIT` as `mode`
+/// says (then back to [`PASS`]). Returns its port.
+fn commit_cutting_proxy(
+    upstream: String,
+    mode: std::sync::Arc<std::sync::atomic::AtomicU8>,
+) -> u16 {
+    use std::io::{Read, Write};
+    use std::net::{Shutdown, TcpListener, TcpStream};
+    use std::sync::atomic::Ordering;
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for client in listener.incoming() {
+            let Ok(mut client) = client else { continue };
+            let Ok(mut server) = TcpStream::connect(&upstream) else {
+                continue;
+            };
+            let (mut c2, mut s2) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 1 << 16];
+                while let Ok(n) = s2.read(&mut buf) {
+                    if n == 0 || c2.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                }
+                let _ = c2.shutdown(Shutdown::Both);
+            });
+            let mode = mode.clone();
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 1 << 16];
+                loop {
+                    let n = match client.read(&mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => n,
+                    };
+                    let chunk = &buf[..n];
+                    let at = chunk
+                        .windows(COMMIT_MESSAGE.len())
+                        .position(|w| w == COMMIT_MESSAGE);
+                    let cut = at.map_or(PASS, |_| mode.swap(PASS, Ordering::SeqCst));
+                    let at = at.unwrap_or(0);
+                    match cut {
+                        CUT_BEFORE => {
+                            let _ = client.shutdown(Shutdown::Both);
+                            let _ = server.write_all(&chunk[..at]);
+                            let _ = server.shutdown(Shutdown::Both);
+                            return;
+                        }
+                        CUT_AFTER => {
+                            let _ = client.shutdown(Shutdown::Both);
+                            let _ = server.write_all(&chunk[..at + COMMIT_MESSAGE.len()]);
+                            let _ = server.flush();
+                            let _ = server.shutdown(Shutdown::Write);
+                            return;
+                        }
+                        _ => {
+                            if server.write_all(chunk).is_err() {
+                                break;
+                            }
+                        }
+                    }
+                }
+                let _ = server.shutdown(Shutdown::Both);
+            });
+        }
+    });
+    port
+}
+
+/// The connection to PostgreSQL dies between sending `COMMIT` and its answer, 60 times (half
+/// before PostgreSQL reads it, half after): every call is answered as what happened: success
+/// when it committed, "nothing was kept" when it did not; 0 wrong answers, each checked against
+/// the database.
+fn a_commit_whose_answer_is_lost_is_answered_truthfully() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU8, Ordering};
+    let db = common::pg::Database::create();
+    let (_, rest) = db.url.split_once("://").unwrap();
+    let (user, hostport_db) = rest.split_once('@').unwrap();
+    let (hostport, name) = hostport_db.split_once('/').unwrap();
+    let mode = Arc::new(AtomicU8::new(PASS));
+    let port = commit_cutting_proxy(hostport.to_string(), mode.clone());
+    let url = format!("postgres://{user}@127.0.0.1:{port}/{name}?sslmode=disable");
+    let mut s = Server::start_at(&url, &[]);
+    s.ready();
+    let mut answers = Vec::new();
+    for i in 0..90u32 {
+        let cut = [PASS, CUT_BEFORE, CUT_AFTER][i as usize % 3];
+        mode.store(cut, Ordering::SeqCst);
+        let description = format!("commit-trial-{i}");
+        let r = s.call(
+            "record_directive",
+            json!({"description": description, "intervention_type": "FEEDBACK"}),
+        );
+        let said = match failure(&r) {
+            None => "kept",
+            Some(m) if m.contains("nothing of this call was kept") => "not kept",
+            Some(m) if m.contains("could not be learned") => "unknown",
+            Some(m) => panic!("trial {i}: unexpected failure: {m}"),
+        };
+        answers.push((description, cut, said));
+        // A later call works again (the session was renewed).
+        mode.store(PASS, Ordering::SeqCst);
+    }
+    let mut client = db.client();
+    let stored: std::collections::HashSet<String> = client
+        .query("SELECT description FROM meta_utl.directive_history", &[])
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let mut wrong = Vec::new();
+    let mut tally = std::collections::BTreeMap::new();
+    for (d, cut, said) in &answers {
+        *tally.entry((*cut, *said)).or_insert(0u32) += 1;
+        let kept = stored.contains(d);
+        if (*said == "kept" && !kept) || (*said == "not kept" && kept) {
+            wrong.push(format!("{d}: answered {said}, stored {kept}"));
+        }
+    }
+    eprintln!("(cut, answer) → count: {tally:?}");
+    assert!(wrong.is_empty(), "{} wrong answers: {wrong:?}", wrong.len());
+    // The cuts happened, both ways, and none left the outcome unknown.
+    assert!(
+        tally.get(&(CUT_AFTER, "kept")).copied().unwrap_or(0) >= 20,
+        "{tally:?}"
+    );
+    assert!(
+        tally.get(&(CUT_BEFORE, "not kept")).copied().unwrap_or(0) >= 20,
+        "{tally:?}"
+    );
+    assert_eq!(
+        tally.keys().filter(|(_, said)| *said == "unknown").count(),
+        0,
+        "{tally:?}"
+    );
+}
+
+/// The message of a failed call (a JSON-RPC error or a tool result with `isError`).
+fn failure(r: &Value) -> Option<String> {
+    if let Some(e) = r.get("error") {
+        return Some(e["message"].as_str().unwrap_or_default().to_string());
+    }
+    (r["result"]["isError"] == true).then(|| {
+        r["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    })
+}

@@ -305,6 +305,23 @@ pub enum StoreError {
         /// What the client library said.
         reason: String,
     },
+    /// The connection to PostgreSQL was lost between sending `COMMIT` and its answer, and
+    /// whether the transaction committed could not be learned after reconnecting (within
+    /// [`pg::RESOLVE_WAIT`]). Never answered as "nothing was kept": it may have been.
+    #[error(
+        "the connection to PostgreSQL at {target} was lost while this call was committing \
+         ({reason}), and whether it was kept could not be learned. Do not simply retry: a call \
+         that was kept would be recorded twice. Check first whether its effect is there (read \
+         it back), or ask PostgreSQL: SELECT txid_status({xid}) says committed or aborted"
+    )]
+    CommitUnknown {
+        /// Host, port, database and user (never the password).
+        target: String,
+        /// The transaction id (`txid_current()`) of the call.
+        xid: i64,
+        /// What the client library said, and why the outcome could not be learned.
+        reason: String,
+    },
     /// Any other PostgreSQL failure while serving a request.
     #[error("database error: {0}")]
     Postgres(String),
