@@ -688,3 +688,34 @@ fn failure(r: &Value) -> Option<String> {
             .to_string()
     })
 }
+
+/// Deleting (or replacing) the `-wal` and `-shm` of a database under a running server: its next
+/// write is refused with an error naming the file and saying never to delete them, instead of
+/// writing into a WAL no other process can see.
+#[test]
+fn a_server_whose_wal_was_deleted_or_replaced_stops_writing() {
+    for (suffix, replace) in [("-wal", false), ("-shm", false), ("-wal", true)] {
+        let mut s = Server::start();
+        let record = json!({"description": "before", "intervention_type": "FEEDBACK"});
+        s.tool_ok("record_directive", record.clone());
+        let file = PathBuf::from(format!("{}{suffix}", s.db.display()));
+        assert!(file.exists(), "{} is missing while serving", file.display());
+        std::fs::remove_file(&file).unwrap();
+        if replace {
+            std::fs::write(&file, b"").unwrap();
+        }
+        let r = s.call("record_directive", record.clone());
+        let m = failure(&r).unwrap_or_else(|| panic!("{suffix}: the write was answered: {r}"));
+        let what = if replace {
+            "was replaced"
+        } else {
+            "was deleted"
+        };
+        assert!(
+            m.contains(what) && m.contains(suffix) && m.contains("Never delete"),
+            "{suffix}: {m}"
+        );
+        // Every later write too.
+        assert!(failure(&s.call("record_directive", record)).is_some());
+    }
+}

@@ -18,6 +18,7 @@ pub mod admin;
 pub mod atc;
 pub mod beliefs;
 mod checkpoint;
+mod companions;
 mod create;
 pub mod directives;
 mod health;
@@ -250,6 +251,23 @@ pub enum StoreError {
         path: String,
         /// What SQLite or the check reported.
         reason: String,
+    },
+    /// The `-wal` or `-shm` of the database was deleted or replaced while this server had it
+    /// open: writing on could lose what was written or damage the file, so nothing more is.
+    #[error(
+        "{file} {what} while this server had {path} open; to keep the database from being \
+         damaged, this server writes nothing more. Never delete the -wal and -shm files of a \
+         database in use (SQLite removes them when the last connection closes). Stop every \
+         meta-utl-mcp using {path}, then `meta-utl-mcp check --db {path}` says whether it is \
+         healthy; start the servers again"
+    )]
+    CompanionReplaced {
+        /// The database file.
+        path: String,
+        /// The companion file.
+        file: String,
+        /// "was deleted" or "was replaced by another file".
+        what: &'static str,
     },
     /// A write came while the background integrity check of a large file was still running,
     /// and waited [`CHECK_WAIT`] for it in vain.

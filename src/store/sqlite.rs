@@ -3,6 +3,7 @@
 //! numbered [`MIGRATIONS`] keyed by `PRAGMA user_version`, applied at start-up inside one
 //! transaction. The SQL of each family lives in the family's own module (`meta.rs`, …).
 
+use super::companions::Companions;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -31,6 +32,8 @@ pub(crate) struct SqliteStore {
     health: std::sync::Arc<health::Health>,
     /// The background WAL checkpoint thread (files only): see [`checkpoint`].
     checkpointer: Option<checkpoint::Checkpointer>,
+    /// The file's `-wal` and `-shm` as opened, checked before each write (files only).
+    companions: Option<Companions>,
 }
 
 /// Undoes an open transaction or savepoint if the code inside it unwinds (a handler panic),
@@ -170,6 +173,7 @@ impl SqliteStore {
             }
             None => None,
         };
+        let companions = real.as_deref().map(|r| Companions::record(r, &shown));
         if let (true, Some(real)) = (checking, real) {
             spawn_background_check(real, health.clone())?;
         }
@@ -179,6 +183,7 @@ impl SqliteStore {
             batch_lost: Mutex::new(None),
             health,
             checkpointer,
+            companions,
         })
     }
 
@@ -205,6 +210,7 @@ impl SqliteStore {
         if !in_batch {
             // Before the lock: a read may run while the background check finishes.
             self.health.writable(CHECK_WAIT).map_err(E::from)?;
+            self.companions_in_place().map_err(E::from)?;
         }
         let conn = self.conn.lock();
         let (begin, end, undo) = if in_batch {
@@ -265,6 +271,11 @@ impl SqliteStore {
             Some(reason) => E::from(self.health.mark_damaged(&reason)),
             None => e,
         })
+    }
+
+    /// Refuse to write when the file's `-wal` or `-shm` was deleted or replaced since open.
+    fn companions_in_place(&self) -> Result<(), StoreError> {
+        self.companions.as_ref().map_or(Ok(()), Companions::check)
     }
 
     /// The error of a failed `COMMIT` or `RELEASE`: the failure that ended the transaction
@@ -333,6 +344,7 @@ impl SqliteStore {
     /// them as failed.
     pub(crate) fn batch<T>(&self, f: impl FnOnce() -> T) -> Result<T, StoreError> {
         self.health.writable(CHECK_WAIT)?;
+        self.companions_in_place()?;
         {
             let conn = self.conn.lock();
             health::reset();
