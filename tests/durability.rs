@@ -719,3 +719,82 @@ fn a_server_whose_wal_was_deleted_or_replaced_stops_writing() {
         assert!(failure(&s.call("record_directive", record)).is_some());
     }
 }
+
+/// `meta-utl-mcp model install --from SOURCE --to DEST`; returns (exit code, stderr).
+fn model_install(from: &Path, to: &Path) -> (Option<i32>, String) {
+    let out = Command::new(bin())
+        .args(["model", "install", "--from"])
+        .arg(from)
+        .arg("--to")
+        .arg(to)
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A zip whose `tokenizer.json` entry is larger than any model file needs is refused while it
+/// is extracted (not after filling the disk), with nothing installed and no temporary folder.
+#[test]
+fn a_model_zip_entry_beyond_its_cap_is_refused_and_leaves_nothing() {
+    use std::io::Write;
+    let tmp = tempfile::tempdir().unwrap();
+    let archive = tmp.path().join("model.zip");
+    let mut zip = zip::ZipWriter::new(std::fs::File::create(&archive).unwrap());
+    let stored =
+        zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
+    zip.start_file("config.json", stored).unwrap();
+    zip.write_all(b"{}").unwrap();
+    zip.start_file("tokenizer.json", stored).unwrap();
+    let mib = vec![b' '; 1 << 20];
+    for _ in 0..65 {
+        zip.write_all(&mib).unwrap();
+    }
+    for name in ["model.safetensors", "1_Pooling/config.json"] {
+        zip.start_file(name, stored).unwrap();
+        zip.write_all(b"{}").unwrap();
+    }
+    zip.finish().unwrap();
+    let models = tmp.path().join("models");
+    std::fs::create_dir(&models).unwrap();
+    let (code, err) = model_install(&archive, &models.join("m"));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("tokenizer.json") && err.contains("larger than 64 MiB"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_dir(&models).unwrap().count(),
+        0,
+        "left in models/"
+    );
+}
+
+/// A model whose `tokenizer.json` is garbage is refused before the install reports success (it
+/// used to install with exit 0, and the server then fell back to lexical matching).
+#[test]
+fn a_model_with_a_garbage_tokenizer_is_not_installed() {
+    let Some(model) = common::real_model("a_model_with_a_garbage_tokenizer_is_not_installed")
+    else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let source = tmp.path().join("source");
+    std::fs::create_dir_all(source.join("1_Pooling")).unwrap();
+    for rel in ["config.json", "model.safetensors", "1_Pooling/config.json"] {
+        std::fs::copy(model.join(rel), source.join(rel)).unwrap();
+    }
+    std::fs::write(source.join("tokenizer.json"), br#"{"version": "garbage"}"#).unwrap();
+    let models = tmp.path().join("models");
+    std::fs::create_dir(&models).unwrap();
+    let (code, err) = model_install(&source, &models.join("m"));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("tokenizer"), "{err}");
+    assert_eq!(
+        std::fs::read_dir(&models).unwrap().count(),
+        0,
+        "left in models/"
+    );
+}
