@@ -36,6 +36,16 @@ pub(crate) struct SqliteStore {
     companions: Option<Companions>,
 }
 
+/// The serving connection's busy handler: sleep 1 ms and try again, for up to
+/// [`BUSY_TIMEOUT`] (`attempts` counts the calls for this wait, from 0).
+fn retry_every_millisecond(attempts: i32) -> bool {
+    if u128::try_from(attempts).unwrap_or(0) >= BUSY_TIMEOUT.as_millis() {
+        return false;
+    }
+    std::thread::sleep(Duration::from_millis(1));
+    true
+}
+
 /// Undoes an open transaction or savepoint if the code inside it unwinds (a handler panic),
 /// so that the connection is never left inside a transaction nobody will end.
 struct TxGuard<'a> {
@@ -95,7 +105,7 @@ impl SqliteStore {
 
     fn open_once(path: &DbPath, options: &OpenOptions) -> Result<SqliteStore, StoreError> {
         let shown = path.display();
-        let (conn, check, real, fresh) = match path {
+        let (mut conn, check, real, fresh) = match path {
             DbPath::Memory => (
                 Connection::open_in_memory()?,
                 open::Check::Done,
@@ -129,6 +139,10 @@ impl SqliteStore {
         // Before the first statement that writes: several servers may open a new file at the
         // same moment, and the first read must wait for another's schema transaction, not fail.
         conn.busy_timeout(BUSY_TIMEOUT)?;
+        // Then a handler that retries every millisecond: SQLite's own sleeps up to 100 ms
+        // between attempts, so a writer waiting for another process's short transactions (an
+        // import's steps) lost the race to the next one again and again.
+        conn.busy_handler(Some(retry_every_millisecond))?;
         if real.is_some() {
             let mode: String = conn
                 .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
