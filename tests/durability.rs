@@ -798,3 +798,38 @@ fn a_model_with_a_garbage_tokenizer_is_not_installed() {
         "left in models/"
     );
 }
+
+/// A storage failure names the database file and the likely fix: a stored text that is not
+/// UTF-8 (written by another program) used to be answered "database error: incomplete utf-8
+/// byte sequence" and nothing more.
+#[test]
+fn a_storage_error_names_the_file_and_the_fix() {
+    let mut s = Server::start();
+    s.tool_ok(
+        "log_lesson_learned",
+        json!({"task_id": "T-1", "strategy_description": "Mock the database layer",
+               "rca_summary": "r", "failure_type": "LOGIC_ERROR", "source_agent": "a"}),
+    );
+    let db = s.db.clone();
+    let owned = s.kill();
+    {
+        let c = rusqlite::Connection::open(&db).unwrap();
+        c.execute(
+            "UPDATE lessons SET rca_summary = CAST(x'c3' AS TEXT), source_agent = CAST(x'c3' AS TEXT)",
+            [],
+        )
+        .unwrap();
+    }
+    let mut s = Server::start_at(&db, &[]);
+    let r = s.call(
+        "check_strategy_blacklist",
+        json!({"task_id": "T-1", "strategy": "Mock the database layer"}),
+    );
+    let m = failure(&r).unwrap_or_else(|| panic!("served: {r}"));
+    assert!(
+        m.contains(db.to_str().unwrap()) && m.contains("meta-utl-mcp check"),
+        "{m}"
+    );
+    drop(s);
+    drop(owned);
+}

@@ -288,8 +288,8 @@ pub enum StoreError {
         /// The failure that ended the transaction.
         cause: String,
     },
-    /// Any other SQLite failure while serving a request.
-    #[error("database error: {0}")]
+    /// Any other SQLite failure while serving a request (the message adds the likely fix).
+    #[error("database error: {0}{hint}", hint = sqlite_hint(.0, &health::serving()))]
     Sqlite(#[source] rusqlite::Error),
     /// `--db postgres://…` that cannot be used: malformed, or an option this program does
     /// not support.
@@ -347,6 +347,43 @@ pub enum StoreError {
     /// a bug wrote it). Never served.
     #[error("stored data is damaged: {0}")]
     Corrupt(String),
+}
+
+/// What to do about an SQLite failure, by its kind: appended to [`StoreError::Sqlite`]'s
+/// message (the tool layer adds which database file it was).
+fn sqlite_hint(e: &rusqlite::Error, db: &str) -> String {
+    use rusqlite::ErrorCode as C;
+    let db = if db.is_empty() { "FILE" } else { db };
+    let hint = match e {
+        rusqlite::Error::SqliteFailure(f, _) => match f.code {
+            C::SystemIoFailure => {
+                "; the disk or file system failed: check free space, the device and the system \
+                 log; `meta-utl-mcp check --db DB` says whether the file is intact"
+            }
+            C::DiskFull => "; free disk space, then retry",
+            C::DatabaseBusy | C::DatabaseLocked => {
+                "; another process held the database lock too long (a stuck process?); retry"
+            }
+            C::ReadOnly | C::PermissionDenied => {
+                "; the file or its folder is not writable by this user: fix the permissions"
+            }
+            C::CannotOpen => "; the file or its folder was moved or cannot be opened",
+            _ => "",
+        },
+        rusqlite::Error::Utf8Error(..)
+        | rusqlite::Error::FromSqlConversionFailure(..)
+        | rusqlite::Error::InvalidColumnType(..) => {
+            "; a stored value is not what this program writes, so another program changed the \
+             file: `meta-utl-mcp check --db DB` reports it; restore a backup or remove the row"
+        }
+        _ => "",
+    };
+    let on = if db == "FILE" {
+        String::new()
+    } else {
+        format!(" (database {db})")
+    };
+    format!("{on}{}", hint.replace("DB", db))
 }
 
 impl From<rusqlite::Error> for StoreError {

@@ -248,6 +248,7 @@ impl SqliteStore {
             ("BEGIN IMMEDIATE", "COMMIT", "ROLLBACK")
         };
         health::reset();
+        self.health.serve_here();
         conn.execute_batch(begin)
             .map_err(|e| E::from(StoreError::from(e)))?;
         let mut guard = TxGuard {
@@ -329,6 +330,7 @@ impl SqliteStore {
             };
         }
         health::reset();
+        self.health.serve_here();
         conn.prepare_cached("BEGIN DEFERRED")
             .and_then(|mut s| s.execute([]))
             .map_err(|e| E::from(StoreError::from(e)))?;
@@ -362,6 +364,7 @@ impl SqliteStore {
         {
             let conn = self.conn.lock();
             health::reset();
+            self.health.serve_here();
             conn.execute_batch("BEGIN IMMEDIATE")?;
             self.in_batch.store(true, Ordering::Relaxed);
             *self.batch_lost.lock() = None;
