@@ -5,9 +5,9 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
-use common::{Server, bin, demo};
+use common::{Server, bin, demo, failure};
 use serde_json::{Value, json};
 
 /// Run `meta-utl-mcp --db DB ARGS…` with `stdin`; returns the output.
@@ -21,27 +21,10 @@ fn console_cmd(
     stdin: &[u8],
     adjust: impl FnOnce(&mut Command),
 ) -> Output {
-    use std::io::Write;
-    let mut cmd = Command::new(bin());
-    cmd.arg("--db")
-        .arg(db)
-        .args(args)
-        .env_remove("META_UTL_DB")
-        .env("META_UTL_EMBEDDING_MODEL", "off")
-        .env("USER", "tester")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    adjust(&mut cmd);
-    let mut child = cmd.spawn().expect("spawn meta-utl-mcp");
-    let mut pipe = child.stdin.take().expect("stdin");
-    let input = stdin.to_vec();
-    let writer = std::thread::spawn(move || {
-        let _ = pipe.write_all(&input);
-    });
-    let out = child.wait_with_output().expect("wait");
-    writer.join().expect("writer");
-    out
+    common::run_with(db, args, stdin, |cmd| {
+        cmd.env("USER", "tester");
+        adjust(cmd);
+    })
 }
 
 fn console(db: &Path, args: &[&str]) -> Output {
@@ -674,19 +657,6 @@ fn a_commit_whose_answer_is_lost_is_answered_truthfully() {
         0,
         "{tally:?}"
     );
-}
-
-/// The message of a failed call (a JSON-RPC error or a tool result with `isError`).
-fn failure(r: &Value) -> Option<String> {
-    if let Some(e) = r.get("error") {
-        return Some(e["message"].as_str().unwrap_or_default().to_string());
-    }
-    (r["result"]["isError"] == true).then(|| {
-        r["result"]["content"][0]["text"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string()
-    })
 }
 
 /// Deleting (or replacing) the `-wal` and `-shm` of a database under a running server: its next
