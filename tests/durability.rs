@@ -522,10 +522,12 @@ const CUT_BEFORE: u8 = 1;
 const CUT_AFTER: u8 = 2;
 
 /// A loopback TCP proxy to `upstream` that cuts a connection at its next `COMMIT` as `mode`
-/// says (then back to [`PASS`]). Returns its port.
+/// says (then back to [`PASS`]), and drops every new connection while `refuse` is set.
+/// Returns its port.
 fn commit_cutting_proxy(
     upstream: String,
     mode: std::sync::Arc<std::sync::atomic::AtomicU8>,
+    refuse: std::sync::Arc<std::sync::atomic::AtomicBool>,
 ) -> u16 {
     use std::io::{Read, Write};
     use std::net::{Shutdown, TcpListener, TcpStream};
@@ -535,6 +537,10 @@ fn commit_cutting_proxy(
     std::thread::spawn(move || {
         for client in listener.incoming() {
             let Ok(mut client) = client else { continue };
+            if refuse.load(Ordering::SeqCst) {
+                let _ = client.shutdown(Shutdown::Both);
+                continue;
+            }
             let Ok(mut server) = TcpStream::connect(&upstream) else {
                 continue;
             };
@@ -593,7 +599,7 @@ fn commit_cutting_proxy(
 /// The connection to PostgreSQL dies between sending `COMMIT` and its answer, 60 times (half
 /// before PostgreSQL reads it, half after): every call is answered as what happened: success
 /// when it committed, "nothing was kept" when it did not; 0 wrong answers, each checked against
-/// the database.
+/// the database. When PostgreSQL cannot be asked, the answer says the outcome is unknown.
 fn a_commit_whose_answer_is_lost_is_answered_truthfully() {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicU8, Ordering};
@@ -602,7 +608,8 @@ fn a_commit_whose_answer_is_lost_is_answered_truthfully() {
     let (user, hostport_db) = rest.split_once('@').unwrap();
     let (hostport, name) = hostport_db.split_once('/').unwrap();
     let mode = Arc::new(AtomicU8::new(PASS));
-    let port = commit_cutting_proxy(hostport.to_string(), mode.clone());
+    let refuse = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let port = commit_cutting_proxy(hostport.to_string(), mode.clone(), refuse.clone());
     let url = format!("postgres://{user}@127.0.0.1:{port}/{name}?sslmode=disable");
     let mut s = Server::start_at(&url, &[]);
     s.ready();
@@ -624,6 +631,25 @@ fn a_commit_whose_answer_is_lost_is_answered_truthfully() {
         answers.push((description, cut, said));
         // A later call works again (the session was renewed).
         mode.store(PASS, Ordering::SeqCst);
+    }
+    // When PostgreSQL cannot be reached again to ask (here for longer than the 5 s the server
+    // tries), the answer says the outcome is unknown and how to check, never "not kept".
+    refuse.store(true, Ordering::SeqCst);
+    mode.store(CUT_AFTER, Ordering::SeqCst);
+    let r = s.call(
+        "record_directive",
+        json!({"description": "commit-unknown", "intervention_type": "FEEDBACK"}),
+    );
+    refuse.store(false, Ordering::SeqCst);
+    let m = failure(&r).unwrap_or_else(|| panic!("answered as done: {r}"));
+    assert!(
+        m.contains("could not be learned") && m.contains("txid_status("),
+        "{m}"
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while failure(&s.call("get_meta_learning_status", json!({}))).is_some() {
+        assert!(std::time::Instant::now() < deadline, "no reconnection");
+        std::thread::sleep(std::time::Duration::from_millis(200));
     }
     let mut client = db.client();
     let stored: std::collections::HashSet<String> = client
