@@ -172,7 +172,7 @@ fn unsafe_char(c: char) -> bool {
             | '\u{2028}' | '\u{2029}')
 }
 
-/// Stored text as the console shows it: every character of [`unsafe_char`] escaped (`\n`,
+/// Stored text as the console shows it: every character of `unsafe_char` escaped (`\n`,
 /// `\t`, `\r`, else `\u{1b}`), so that text an agent stored can neither move the cursor,
 /// retitle the window, clear the screen nor hide lines. Every console command passes stored
 /// text through this before printing it (JSON output through [`escape_json_controls`]).
@@ -196,7 +196,7 @@ pub fn safe(text: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(s)
 }
 
-/// JSON text with the characters of [`unsafe_char`] that serde_json leaves as they are (DEL,
+/// JSON text with the characters of `unsafe_char` that serde_json leaves as they are (DEL,
 /// the C1 controls, the bidirectional controls, U+2028/U+2029) written as `\uXXXX` escapes:
 /// the same JSON, safe on a terminal (serde_json escapes only U+0000–U+001F). Such characters
 /// can occur only inside JSON strings, where the escape means the same character.
