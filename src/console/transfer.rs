@@ -1,13 +1,16 @@
 //! `export` and `import`: what the agents learned, as JSON Lines, moved between databases.
 //!
-//! The format (version [`FORMAT_VERSION`]): the first line is a [`Header`]; every other line is
+//! The format (version [`FORMAT_VERSION`]): the first line is a [`Header`], the last a
+//! [`Trailer`] (record counts and the sha256 of every byte before it); every line between is
 //! one [`Record`], tagged by `type`: `lambda_state` (informational), `lesson` (with its state),
 //! `directive`, `belief` (with its whole history), `observation` (a calibration observation
 //! of the ATC windows) and `event` (the meta-learning log). Times are RFC 3339 in UTC with
 //! microseconds; floats round-trip bit-exactly.
 //!
-//! Import runs in one write transaction (all or nothing) through the store functions the tools
-//! use, and is idempotent: a lesson already present (same id, or same task and normalised
+//! Import reads and validates the whole file first (records as the tools check their input;
+//! the trailer, without which the file is refused unless `--partial`), then stores it in
+//! transactions of at most [`IMPORT_STEP`] through the store functions the tools use, and is
+//! idempotent (so an interrupted import is completed by running it again): a lesson already present (same id, or same task and normalised
 //! strategy) is skipped, a directive by id, an observation equal to one in the windows, an
 //! event of the same time, type and detail; a belief merges its history
 //! ([`crate::store::beliefs::merge`]). The λ state is not imported: λ on the target is learned
