@@ -34,8 +34,9 @@ def main():
     rows = int(sys.argv[2]) if len(sys.argv) > 2 else 1_000_000
     with tempfile.TemporaryDirectory() as d:
         db = os.path.join(d, "s.db")
+        log = open(os.environ["STALL_LOG"], "w") if os.environ.get("STALL_LOG") else subprocess.DEVNULL
         server = subprocess.Popen([binary, "--db", db], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  stderr=subprocess.DEVNULL, env={**os.environ, "META_UTL_EMBEDDING_MODEL": "off"})
+                                  stderr=log, env={**os.environ, "META_UTL_EMBEDDING_MODEL": "off"})
         lat = []  # (start time, seconds)
         stop = threading.Event()
 
@@ -79,6 +80,9 @@ def main():
         print("rows %d, import took %.1f s" % (rows, t1 - t0))
         print("server writes before the import: " + stats(before))
         print("server writes during the import: " + stats(during))
+        worst = max((s, t) for t, s in lat if t0 <= t <= t1)
+        print("the worst began %.1f s into the import (wall clock %s)" % (
+            worst[1] - t0, time.strftime("%H:%M:%S", time.gmtime(time.time() - (time.perf_counter() - worst[1])))))
 
 
 if __name__ == "__main__":
