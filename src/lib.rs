@@ -18,6 +18,7 @@
 pub mod console;
 #[cfg(feature = "embedding")]
 pub mod embedding;
+pub mod files;
 pub mod protocol;
 pub mod semantic;
 pub mod server;

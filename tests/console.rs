@@ -325,7 +325,7 @@ fn export_then_import_elsewhere_blocks_the_strategy_and_twice_duplicates_nothing
     let header: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
     assert_eq!(header["type"], "header");
     assert_eq!(header["format"], "meta-utl-mcp-export");
-    assert_eq!(header["version"], 1);
+    assert_eq!(header["version"], 2);
     let to_stdout = ok(&db, &["export"]);
     assert_eq!(to_stdout.lines().count(), text.lines().count());
     let kinds = |kind: &str| {
@@ -391,13 +391,13 @@ fn export_then_import_elsewhere_blocks_the_strategy_and_twice_duplicates_nothing
     assert!(merged.to_string().contains("Debian 12"), "{merged}");
 
     // A newer format is refused and nothing is stored.
-    let newer = text.replacen("\"version\":1", "\"version\":2", 1);
+    let newer = text.replacen("\"version\":2", "\"version\":3", 1);
     let fresh = fresh_db(&dir, "newer.db");
     let out = console_with(&fresh, &["import", "-", "--create"], newer.as_bytes());
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("version 2") && err.contains("upgrade"),
+        err.contains("version 3") && err.contains("upgrade"),
         "{err}"
     );
     let empty = json_of(&fresh, &["status", "--json"]);
@@ -448,7 +448,7 @@ fn backup_while_serving_gives_a_copy_that_serves_and_check_finds_damage() {
         Some(2),
         "an existing file is overwritten"
     );
-    assert!(String::from_utf8_lossy(&out.stderr).contains("never overwrites"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("never written over"));
 
     let check = json_of(&copy, &["check", "--json"]);
     assert_eq!(check["healthy"], true, "{check}");

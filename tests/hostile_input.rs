@@ -53,15 +53,27 @@ fn huge_client_text_is_echoed_clipped() {
 }
 
 #[test]
-fn a_lone_surrogate_is_read_as_a_replacement_character_and_the_id_is_kept() {
+fn a_lone_surrogate_is_refused_like_nul_naming_the_field_and_the_id_is_kept() {
     let mut s = Server::start();
     s.send_line(r#"{"jsonrpc":"2.0","id":"sur-1","method":"tools/call","params":{"name":"epistemic_action","arguments":{"action_type":"assert","target":"a\ud800b","rationale":"r"}}}"#);
     let r = s.recv();
     assert_eq!(r["id"], "sur-1", "{r}");
-    assert_eq!(
-        r["result"]["structuredContent"]["target"], "a\u{fffd}b",
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    let text = r["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains("field 'target'") && text.contains("lone UTF-16 surrogate"),
         "{r}"
     );
+    // Nothing was stored: the workspace has no belief.
+    let q = s.tool_ok(
+        "epistemic_action",
+        serde_json::json!({"action_type": "query", "target": "a\u{fffd}b", "rationale": "r"}),
+    );
+    assert_eq!(q["query_result"]["found"], false, "{q}");
+    // A pair is a character and is kept.
+    s.send_line(r#"{"jsonrpc":"2.0","id":"sur-2","method":"tools/call","params":{"name":"epistemic_action","arguments":{"action_type":"assert","target":"a\ud83d\ude00b","rationale":"r"}}}"#);
+    let r = s.recv();
+    assert_eq!(r["result"]["structuredContent"]["target"], "a😀b", "{r}");
 }
 
 #[test]

@@ -10,7 +10,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::pg::Database;
-use common::{Server, demo, pipe};
+use common::{Server, demo, failure, pipe};
 use serde_json::{Value, json};
 
 /// A password no output may ever show.
@@ -373,19 +373,6 @@ fn four_servers_killed_at_random_lose_nothing_answered() {
         stored >= answered,
         "seed {seed}: {answered} answered but only {stored} stored"
     );
-}
-
-/// The message of a failed call (a JSON-RPC error or a tool result with `isError`).
-fn failure(r: &Value) -> Option<String> {
-    if let Some(e) = r.get("error") {
-        return Some(e["message"].as_str().unwrap_or_default().to_string());
-    }
-    (r["result"]["isError"] == true).then(|| {
-        r["result"]["content"][0]["text"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string()
-    })
 }
 
 fn a_lost_connection_fails_the_call_clearly_and_the_server_reconnects() {

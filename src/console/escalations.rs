@@ -5,7 +5,7 @@
 use clap::{Args, Subcommand};
 use serde::Serialize;
 
-use super::out::{Out, Paint, when};
+use super::out::{Out, Paint, safe, when};
 use super::{ActorArg, ConsoleError, rationale};
 use crate::service::Family;
 use crate::service::meta::{EscalationStatus, Event, EventType, ResetScope};
@@ -210,7 +210,7 @@ fn show(app: &App, json: bool, out: &mut Out) -> Result<(), ConsoleError> {
                 e.event_type.as_str().to_string(),
                 format!("{:.3}", e.lambda_after.s()),
                 e.accuracy_avg.map_or("—".into(), |a| format!("{a:.3}")),
-                e.detail.clone(),
+                safe(&e.detail).into_owned(),
             ]);
         }
         out.print_table(&t)?;
@@ -262,7 +262,8 @@ fn ack(app: &App, rationale: &str, actor: &ActorArg, out: &mut Out) -> Result<()
         after.as_str()
     ))?;
     out.line(&format!(
-        "Recorded as OVERRIDE {} by {actor}.",
-        directive.id
+        "Recorded as OVERRIDE {} by {}.",
+        directive.id,
+        safe(&actor)
     ))
 }

@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 use super::ConsoleError;
-use super::out::{Out, Paint, when};
+use super::out::{Out, Paint, safe, when};
 use crate::service::lessons::TaskKey;
 use crate::store::directives::{self, Directive, InterventionType};
 use crate::tools::App;
@@ -53,9 +53,11 @@ pub fn print(entries: &[Directive], out: &mut Out) -> Result<(), ConsoleError> {
         t.add_row(vec![
             when(d.created_at),
             out.paint(paint, d.intervention_type.as_str()),
-            d.actor.clone(),
-            d.task_id.clone().unwrap_or_else(|| "—".into()),
-            d.description.clone(),
+            safe(&d.actor).into_owned(),
+            d.task_id
+                .as_deref()
+                .map_or("—".into(), |t| safe(t).into_owned()),
+            safe(&d.description).into_owned(),
         ]);
     }
     out.print_table(&t)

@@ -7,7 +7,7 @@ use clap::Subcommand;
 use serde::Serialize;
 use uuid::Uuid;
 
-use super::out::{Out, Paint, clip, when};
+use super::out::{Out, Paint, clip, safe, when};
 use super::{ActorArg, ConsoleError, rationale};
 use crate::service::lessons::{Lesson, TaskKey};
 use crate::store::directives;
@@ -334,19 +334,19 @@ fn show(app: &App, id: Uuid, json: bool, out: &mut Out) -> Result<(), ConsoleErr
             .json(&serde_json::json!({"lesson": LessonJson::from(&l), "directives": history}));
     }
     out.field("Lesson", &l.id.to_string())?;
-    out.field("Task", &l.task_id)?;
+    out.field("Task", &safe(&l.task_id))?;
     let state = if l.is_active {
         out.paint(Paint::Bad, "active: blocks its strategy")
     } else {
         out.paint(Paint::Dim, "lifted: its strategy may be tried")
     };
     out.field("State", &state)?;
-    out.field("Strategy", &l.strategy_description)?;
-    out.field("Root cause", &l.rca_summary)?;
+    out.field("Strategy", &safe(&l.strategy_description))?;
+    out.field("Root cause", &safe(&l.rca_summary))?;
     out.field("Failure type", l.failure_type.as_str())?;
     out.field(
         "Logged",
-        &format!("{} by {}", when(l.created_at), l.source_agent),
+        &format!("{} by {}", when(l.created_at), safe(&l.source_agent)),
     )?;
     if entries.is_empty() {
         return out.field("Directives", "none name this lesson");
@@ -388,7 +388,8 @@ fn set_active(
         r.before.task_id
     ))?;
     out.line(&format!(
-        "Recorded as OVERRIDE {} by {actor}.",
-        r.directive.id
+        "Recorded as OVERRIDE {} by {}.",
+        r.directive.id,
+        safe(&actor)
     ))
 }

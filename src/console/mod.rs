@@ -22,6 +22,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
 
+use crate::files::{Existing, FileError};
 use crate::store::{DbPath, Store, StoreError};
 use crate::tools::{App, ToolError};
 use out::Out;
@@ -57,16 +58,25 @@ pub enum Command {
     /// Write lessons, directives, beliefs with their history, calibration observations and
     /// the meta-learning event log as JSON Lines (see docs/CONSOLE.md for the format).
     Export {
-        /// File to write (replaced if it exists). [default: stdout]
+        /// File to write, replaced whole (written beside it, then renamed); never the
+        /// database, an SQLite file or a symbolic link. [default: stdout]
         #[arg(long, value_name = "FILE")]
         out: Option<PathBuf>,
+        /// Replace FILE when it exists.
+        #[arg(long, requires = "out")]
+        force: bool,
     },
-    /// Read an export (a file, or `-` for stdin) into this database in one transaction.
-    /// Idempotent: what is already present is skipped and counted.
+    /// Read an export (a file, or `-` for stdin) into this database: validated whole first,
+    /// then stored in short transactions. Idempotent: what is already present is skipped and
+    /// counted, so an interrupted import can be run again.
     Import {
         /// The export file, or `-` to read stdin.
         #[arg(value_name = "FILE")]
         file: String,
+        /// Import an export not known to be whole (no trailer: cut short, or written before
+        /// exports had one), saying how many records were read.
+        #[arg(long)]
+        partial: bool,
         /// Print the counts as JSON.
         #[arg(long)]
         json: bool,
@@ -93,9 +103,13 @@ pub enum Command {
     /// Write one self-contained HTML page of plots (reliability diagrams, ECE and λ_s over
     /// time, Thompson arms, lessons and directives over time).
     Report {
-        /// The HTML file to write (replaced if it exists).
+        /// The HTML file to write, replaced whole (written beside it, then renamed); never the
+        /// database, an SQLite file or a symbolic link.
         #[arg(long, value_name = "FILE.html")]
         out: PathBuf,
+        /// Replace FILE.html when it exists.
+        #[arg(long)]
+        force: bool,
     },
 }
 
@@ -170,6 +184,12 @@ pub enum ConsoleError {
     Format(String),
 }
 
+impl From<FileError> for ConsoleError {
+    fn from(e: FileError) -> Self {
+        ConsoleError::Usage(e.to_string())
+    }
+}
+
 impl From<ToolError> for ConsoleError {
     fn from(e: ToolError) -> Self {
         ConsoleError::Tool(e.to_string())
@@ -227,7 +247,8 @@ pub fn run(cmd: Command, db: Option<&str>) -> ExitCode {
     match result.and_then(|code| flushed.map(|()| code)) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("meta-utl-mcp: {e}");
+            // Messages may quote the input (an import line, a path): shown escaped.
+            eprintln!("meta-utl-mcp: {}", out::safe(&e.to_string()));
             ExitCode::from(2)
         }
     }
@@ -303,6 +324,15 @@ fn near_names(dir: &std::path::Path, p: &std::path::Path) -> Vec<String> {
         .collect()
 }
 
+/// The database file `path` names, symbolic links resolved (never written over by a file a
+/// command writes); `None` for PostgreSQL and `:memory:`.
+fn database_file(path: &DbPath) -> Option<PathBuf> {
+    match path {
+        DbPath::File(p) => Some(crate::store::resolve_path(p).unwrap_or_else(|_| p.clone())),
+        DbPath::Memory | DbPath::Postgres(_) => None,
+    }
+}
+
 fn dispatch(cmd: Command, path: &DbPath, out: &mut Out) -> Result<ExitCode, ConsoleError> {
     let ok = |()| ExitCode::SUCCESS;
     if !matches!(cmd, Command::Import { create: true, .. }) {
@@ -315,12 +345,27 @@ fn dispatch(cmd: Command, path: &DbPath, out: &mut Out) -> Result<ExitCode, Cons
             history::run(&open_app(path)?, task.as_deref(), limit, json, out).map(ok)
         }
         Command::Escalations(args) => escalations::run(&open_app(path)?, args, out).map(ok),
-        Command::Export { out: file } => transfer::export(&open_app(path)?, file, out).map(ok),
-        Command::Import { file, json, .. } => {
-            transfer::import(&open_app(path)?, &file, json, out).map(ok)
+        Command::Export { out: file, force } => {
+            let database = database_file(path);
+            if let Some(f) = &file {
+                crate::files::check_destination(f, database.as_deref(), Existing::force(force))?;
+            }
+            let app = open_app(path)?;
+            transfer::export(&app, file, Existing::force(force), database.as_deref(), out).map(ok)
         }
+        Command::Import {
+            file,
+            partial,
+            json,
+            ..
+        } => transfer::import(&open_app(path)?, &file, partial, json, out).map(ok),
         Command::Backup { dest } => maintenance::backup(path, &dest, out).map(ok),
         Command::Check { json } => maintenance::check(path, json, out),
-        Command::Report { out: file } => report::run(&open_app(path)?, &file, out).map(ok),
+        Command::Report { out: file, force } => {
+            let database = database_file(path);
+            let existing = Existing::force(force);
+            crate::files::check_destination(&file, database.as_deref(), existing)?;
+            report::run(&open_app(path)?, &file, existing, database.as_deref(), out).map(ok)
+        }
     }
 }

@@ -119,7 +119,7 @@ impl Out {
     pub fn json<T: Serialize>(&mut self, value: &T) -> Result<(), ConsoleError> {
         let text = serde_json::to_string_pretty(value)
             .map_err(|e| ConsoleError::Format(format!("cannot encode the answer: {e}")))?;
-        self.line(&text)
+        self.line(&escape_json_controls(&text))
     }
 
     /// A table with `header`, aligned, wrapped to the terminal width on a terminal.
@@ -168,15 +168,71 @@ impl Out {
     }
 }
 
+/// Whether `c` must not reach a terminal as it is: the C0 controls (ESC, BEL, CR, the
+/// newline…), DEL, the C1 controls (U+0080–U+009F: CSI, OSC… in their 8-bit form) and the
+/// characters that reorder or break lines invisibly (bidirectional overrides and isolates,
+/// U+2028, U+2029).
+fn unsafe_char(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'
+            | '\u{2028}' | '\u{2029}')
+}
+
+/// Stored text as the console shows it: every character of `unsafe_char` escaped (`\n`,
+/// `\t`, `\r`, else `\u{1b}`), so that text an agent stored can neither move the cursor,
+/// retitle the window, clear the screen nor hide lines. Every console command passes stored
+/// text through this before printing it (JSON output through [`escape_json_controls`]).
+pub fn safe(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(unsafe_char) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut s = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\n' => s.push_str("\\n"),
+            '\t' => s.push_str("\\t"),
+            '\r' => s.push_str("\\r"),
+            c if unsafe_char(c) => {
+                use std::fmt::Write as _;
+                let _ = write!(s, "\\u{{{:x}}}", c as u32);
+            }
+            c => s.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(s)
+}
+
+/// JSON text with the characters of `unsafe_char` that serde_json leaves as they are (DEL,
+/// the C1 controls, the bidirectional controls, U+2028/U+2029) written as `\uXXXX` escapes:
+/// the same JSON, safe on a terminal (serde_json escapes only U+0000–U+001F). Such characters
+/// can occur only inside JSON strings, where the escape means the same character.
+pub fn escape_json_controls(json: &str) -> std::borrow::Cow<'_, str> {
+    let c1 = |c: char| unsafe_char(c) && u32::from(c) >= 0x7f;
+    if !json.chars().any(c1) {
+        return std::borrow::Cow::Borrowed(json);
+    }
+    let mut s = String::with_capacity(json.len() + 16);
+    for c in json.chars() {
+        if c1(c) {
+            use std::fmt::Write as _;
+            let _ = write!(s, "\\u{:04x}", c as u32);
+        } else {
+            s.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(s)
+}
+
 /// A time as the console shows it: UTC, to the second.
 pub fn when(t: chrono::DateTime<chrono::Utc>) -> String {
     t.format("%Y-%m-%d %H:%M:%S UTC").to_string()
 }
 
-/// `text` cut to `max` characters, with `…` when cut.
+/// `text` made [`safe`], then cut to `max` characters, with `…` when cut.
 pub fn clip(text: &str, max: usize) -> String {
+    let text = safe(text);
     if text.chars().count() <= max {
-        text.to_string()
+        text.into_owned()
     } else {
         let mut s: String = text.chars().take(max.saturating_sub(1)).collect();
         s.push('…');

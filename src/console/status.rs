@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use super::ConsoleError;
-use super::out::{Out, Paint, bytes, when};
+use super::out::{Out, Paint, bytes, safe, when};
 use crate::service::atc::state::ObservationFilter;
 use crate::service::meta::EscalationStatus;
 use crate::service::vocab::Domain;
@@ -181,7 +181,7 @@ pub fn run(app: &App, json: bool, out: &mut Out) -> Result<(), ConsoleError> {
         "Database",
         &format!(
             "{} ({size}{} schema version {})",
-            s.database,
+            safe(&s.database),
             if s.backend == "sqlite" {
                 "SQLite"
             } else {

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use super::EmbeddingError;
-use super::folder::{Layout, OPTIONAL, REQUIRED, WEIGHTS};
+use super::folder::{OPTIONAL, REQUIRED, WEIGHTS};
 
 /// The default model's name, which is also its folder's name.
 pub const DEFAULT_MODEL: &str = "all-MiniLM-L6-v2";
@@ -101,7 +101,7 @@ pub fn install_model_checked(
     move_into_place(staging, &parent, &name, files, found)
 }
 
-/// Checks the model in `staging` (the configuration as [`super::Embedder::load`] reads it;
+/// Checks the model in `staging` (loaded whole, as [`super::Embedder::load`] loads it;
 /// its files already written, synced and their checksum checked) and renames it to
 /// `parent/name`, replacing a folder there: renamed aside first and removed after, put back if
 /// the second rename fails. `files` and `sha256` are reported in [`Installed`].
@@ -117,7 +117,10 @@ pub(crate) fn move_into_place(
     sha256: String,
 ) -> Result<Installed, EmbeddingError> {
     let dest = parent.join(name);
-    Layout::read(staging.path())?;
+    // Loaded as the server will load it (configuration, tokenizer, weights), so that a model
+    // that installs is one that runs: a garbage tokenizer.json used to install with exit 0
+    // and the server then fell back to lexical matching.
+    super::Embedder::load(staging.path())?;
     sync_dir(staging.path())?;
 
     let replaced = dest.exists();
@@ -225,7 +228,7 @@ fn copy_from_dir(
             continue;
         }
         let mut reader = File::open(&from).map_err(|e| EmbeddingError::io(&from, e))?;
-        let digest = write_file(&mut reader, &from, &into.join(rel))?;
+        let digest = write_file(&mut reader, &from, &into.join(rel), cap_for(rel))?;
         if rel == WEIGHTS {
             sha = Some((from, digest));
         }
@@ -302,7 +305,7 @@ fn copy_from_zip(
         }
         let label = archive_path.join(&entry);
         let mut reader = archive.by_name(&entry).map_err(zip_error)?;
-        let digest = write_file(&mut reader, &label, &into.join(rel))?;
+        let digest = write_file(&mut reader, &label, &into.join(rel), cap_for(rel))?;
         if rel == WEIGHTS {
             sha = Some((label, digest));
         }
@@ -329,7 +332,7 @@ fn copy_from_nested(
                 path: archive_path.to_path_buf(),
                 source,
             })?;
-        write_file(&mut reader, &label, &temp)?;
+        write_file(&mut reader, &label, &temp, cap_for(inner))?;
     }
     let file = File::open(&temp).map_err(|e| EmbeddingError::io(&temp, e))?;
     let nested = zip::ZipArchive::new(file).map_err(|source| EmbeddingError::Archive {
@@ -341,15 +344,38 @@ fn copy_from_nested(
     result
 }
 
+/// The largest `model.safetensors` an install takes (the default model's is 87 MiB; a BERT
+/// large in f32 is 1.3 GB, beyond what this CPU engine is meant for).
+pub const MAX_WEIGHTS_BYTES: u64 = 1 << 30;
+
+/// The largest of every other file of the layout (JSON configuration, `tokenizer.json`).
+pub const MAX_OTHER_BYTES: u64 = 64 << 20;
+
+/// The most an install writes for the file `rel` (a path of the layout, or the nested zip).
+fn cap_for(rel: &str) -> u64 {
+    if rel == WEIGHTS || rel.ends_with(".zip") {
+        MAX_WEIGHTS_BYTES + MAX_OTHER_BYTES
+    } else {
+        MAX_OTHER_BYTES
+    }
+}
+
 /// Streams `reader` (named `from` in errors) into a new file `to`, creating its folder, syncs
-/// it, and returns the sha256 of what was written (lowercase hex).
-fn write_file(reader: &mut dyn Read, from: &Path, to: &Path) -> Result<String, EmbeddingError> {
+/// it, and returns the sha256 of what was written (lowercase hex). More than `max` bytes is
+/// refused before they are written (a zip entry may claim any size, or none).
+fn write_file(
+    reader: &mut dyn Read,
+    from: &Path,
+    to: &Path,
+    max: u64,
+) -> Result<String, EmbeddingError> {
     if let Some(dir) = to.parent() {
         std::fs::create_dir_all(dir).map_err(|e| EmbeddingError::io(dir, e))?;
     }
     let mut out = File::create(to).map_err(|e| EmbeddingError::io(to, e))?;
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 1 << 20];
+    let mut written = 0u64;
     loop {
         let n = match reader.read(&mut buf) {
             Ok(0) => break,
@@ -357,6 +383,18 @@ fn write_file(reader: &mut dyn Read, from: &Path, to: &Path) -> Result<String, E
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(EmbeddingError::io(from, e)),
         };
+        written += n as u64;
+        if written > max {
+            return Err(EmbeddingError::BadSource {
+                path: from.to_path_buf(),
+                reason: format!(
+                    "it is larger than {} MiB, more than any file of a model this program runs \
+                     needs; it is not such a model (or the archive is damaged), and nothing was \
+                     installed",
+                    max >> 20
+                ),
+            });
+        }
         hasher.update(&buf[..n]);
         out.write_all(&buf[..n])
             .map_err(|e| EmbeddingError::io(to, e))?;
@@ -385,7 +423,7 @@ pub fn sha256_file(path: &Path) -> Result<String, EmbeddingError> {
 }
 
 pub(crate) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    crate::files::hex(bytes)
 }
 
 /// Flushes a folder's entries (new names, renames) to disk.

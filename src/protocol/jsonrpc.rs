@@ -150,8 +150,8 @@ pub fn decode_line(line: &[u8]) -> Decoded {
     let parsed = serde_json::from_slice(line).or_else(|e| {
         // JSON text may escape a lone UTF-16 surrogate (`"a\ud800b"`), which no Rust string can
         // hold; serde_json refuses the whole line, and the answer could not carry the request's
-        // id. Such escapes are read as U+FFFD REPLACEMENT CHARACTER instead, as WHATWG's
-        // decoders do with ill-formed UTF-16 (only on this error, so valid lines pay nothing).
+        // id. Such escapes are read as LONE_SURROGATE instead (only on this error, so valid
+        // lines pay nothing), which tool arguments refuse as they refuse NUL, naming the field.
         if e.to_string().contains("hex escape") {
             serde_json::from_slice(replaced.insert(replace_lone_surrogates(line)))
         } else {
@@ -247,7 +247,14 @@ pub fn peek_id(line: &[u8]) -> Id {
     }
 }
 
-/// `line` with every `\uXXXX` escape of an unpaired UTF-16 surrogate replaced by `\ufffd`; a
+/// What an escaped lone UTF-16 surrogate (`"\ud800"`) is read as: the noncharacter U+FDD0,
+/// which Unicode sets aside for a program's internal use. Tool arguments refuse it, naming the
+/// field (a surrogate is not a character: storing U+FFFD instead would answer success for text
+/// that was not stored as sent); elsewhere (a method name, an id) it stands in for the unit.
+pub const LONE_SURROGATE: char = '\u{fdd0}';
+
+/// `line` with every `\uXXXX` escape of an unpaired UTF-16 surrogate replaced by `\ufdd0`
+/// ([`LONE_SURROGATE`]); a
 /// high surrogate followed by a low one is a pair and is kept. Escaped backslashes (`\\`) are
 /// skipped, so `"\\ud800"` (a backslash, then the text `ud800`) is left alone.
 fn replace_lone_surrogates(line: &[u8]) -> Vec<u8> {
@@ -274,7 +281,7 @@ fn replace_lone_surrogates(line: &[u8]) -> Vec<u8> {
                 i += 12;
             }
             Some(u) if is_high(u) || is_low(u) => {
-                out.extend_from_slice(b"\\ufffd");
+                out.extend_from_slice(b"\\ufdd0");
                 i += 6;
             }
             _ => {
@@ -373,14 +380,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn lone_surrogates_become_replacement_characters_and_the_id_is_kept() {
+    fn lone_surrogates_become_the_marker_and_the_id_is_kept() {
         let d = decode_line(br#"{"jsonrpc":"2.0","id":7,"method":"x\ud800y","params":{"a":"\udc00","b":"\ud83d\ude00","c":"\\ud800"}}"#);
         let Decoded::Single(Incoming::Request(r)) = d else {
             panic!("{d:?}")
         };
         assert_eq!(r.id, Some(Id::Number("7".into())));
-        assert_eq!(r.method, "x\u{fffd}y");
-        assert_eq!(r.params["a"], "\u{fffd}");
+        assert_eq!(r.method, "x\u{fdd0}y");
+        assert_eq!(r.params["a"], "\u{fdd0}");
         assert_eq!(r.params["b"], "😀");
         assert_eq!(r.params["c"], "\\ud800");
     }

@@ -44,6 +44,10 @@ pub const TOOLS_LIST_TTL_MS: u64 = 3_600_000;
 /// results to the model and drop protocol errors).
 pub const ARGUMENT_ERRORS_AS_RESULTS_SINCE: &str = "2025-11-25";
 
+/// The revision that removed JSON-RPC batching from MCP: a session that negotiated it or a
+/// later one gets `-32600` for a batch.
+pub const BATCHES_REMOVED_IN: &str = "2025-06-18";
+
 /// The client session of this stdio connection: the revision its `initialize` negotiated, if it
 /// sent one. A stdio server has exactly one client, so one session per process.
 #[derive(Debug, Default)]

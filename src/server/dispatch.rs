@@ -120,6 +120,22 @@ fn answer_line(app: &App, decoded: Decoded) -> Option<Vec<u8>> {
         Decoded::Error(e) => Some(error_line(&Id::Null, &e)),
         Decoded::Single(m) => answer(app, m),
         Decoded::Batch(items) => {
+            if let Some(v) = app
+                .session()
+                .negotiated()
+                .filter(|v| *v >= mcp::BATCHES_REMOVED_IN)
+            {
+                // Nothing of it runs; a batch of notifications only is not answered.
+                let answered = expects_answer(&Decoded::Batch(items));
+                return answered.then(|| {
+                    let message = format!(
+                        "Invalid Request: this session negotiated MCP {v}, which has no JSON-RPC \
+                         batches (removed in {}); send each request on a line of its own",
+                        mcp::BATCHES_REMOVED_IN
+                    );
+                    error_line(&Id::Null, &RpcError::new(INVALID_REQUEST, message))
+                });
+            }
             // One line can hold thousands of cheap requests with large answers (`tools/list`
             // is 79 kB): once the batch's answers pass MAX_BATCH_ANSWER_BYTES, the rest is not
             // run, and each request left is answered with a short error saying so.

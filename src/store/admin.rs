@@ -316,42 +316,24 @@ pub fn backup(
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<BackupReport, StoreError> {
     let (real, shown) = existing_file(src)?;
-    let refuse = |reason: String| StoreError::Unwritable {
-        path: dest.display().to_string(),
-        reason,
+    let refuse = |e: crate::files::FileError| StoreError::Unwritable {
+        path: e.path,
+        reason: e.reason,
     };
-    if dest.exists() || dest.symlink_metadata().is_ok() {
-        return Err(refuse("it exists; a backup never overwrites a file".into()));
-    }
+    // A backup never replaces a file (no --force): a copy that exists is someone's data.
+    let keep = crate::files::Existing::Keep;
+    let staged = crate::files::Staged::create(dest, Some(&real), keep).map_err(refuse)?;
     let (conn, _found) = open_readonly(&real, &shown)?;
-    let name = dest
-        .file_name()
-        .ok_or_else(|| refuse("it names no file".into()))?
-        .to_string_lossy()
-        .into_owned();
-    let tmp = dest.with_file_name(format!(".{name}.partial-{}", std::process::id()));
-    let made = copy_to(&conn, &tmp, progress);
+    let made = copy_to(&conn, staged.path(), progress);
     drop(conn);
-    let copied = made.and_then(|(pages, restarts)| {
-        let f = std::fs::File::open(&tmp).map_err(|e| refuse(e.to_string()))?;
-        f.sync_all().map_err(|e| refuse(e.to_string()))?;
-        std::fs::rename(&tmp, dest).map_err(|e| refuse(e.to_string()))?;
-        if let Some(dir) = dest.parent().filter(|d| !d.as_os_str().is_empty()) {
-            let _ = std::fs::File::open(dir).and_then(|d| d.sync_all());
-        }
-        Ok(BackupReport {
-            dest: dest.to_path_buf(),
-            bytes: size_of(dest),
-            pages,
-            restarts,
-        })
-    });
-    if copied.is_err() {
-        for suffix in ["", "-journal", "-wal", "-shm"] {
-            let _ = std::fs::remove_file(open::sidecar(&tmp, suffix));
-        }
-    }
-    copied
+    let (pages, restarts) = made?;
+    staged.commit(Some(&real), keep).map_err(refuse)?;
+    Ok(BackupReport {
+        dest: dest.to_path_buf(),
+        bytes: size_of(dest),
+        pages,
+        restarts,
+    })
 }
 
 /// Copy `src` into the new file `tmp` page by page, then check the copy; returns the pages
@@ -365,7 +347,6 @@ fn copy_to(
         path: tmp.display().to_string(),
         reason: e.to_string(),
     };
-    create_private(tmp).map_err(|e| unwritable(&e))?;
     let mut dst = Connection::open_with_flags(
         tmp,
         OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
@@ -401,24 +382,4 @@ fn copy_to(
     };
     open::quick_check(&dst, &tmp.display().to_string())?;
     Ok((pages, restarts))
-}
-
-#[cfg(unix)]
-fn create_private(p: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(p)
-        .map(drop)
-}
-
-#[cfg(not(unix))]
-fn create_private(p: &Path) -> std::io::Result<()> {
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(p)
-        .map(drop)
 }

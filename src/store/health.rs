@@ -60,6 +60,16 @@ pub(super) fn reset() {
     NOTES.with_borrow_mut(|n| *n = Notes::default());
 }
 
+thread_local! {
+    static SERVING: RefCell<String> = const { RefCell::new(String::new()) };
+}
+
+/// The database file the store calls of this thread last used (empty before the first): an
+/// SQLite failure's message names it ([`super::StoreError::Sqlite`]).
+pub(crate) fn serving() -> String {
+    SERVING.with_borrow(Clone::clone)
+}
+
 /// The damage noted on this thread since [`reset`], if any.
 pub(super) fn damage() -> Option<String> {
     NOTES.with_borrow(|n| n.damage.clone())
@@ -95,6 +105,15 @@ pub(super) struct Health {
 }
 
 impl Health {
+    /// Note this store's file as the one this thread's store calls use ([`serving`]).
+    pub(super) fn serve_here(&self) {
+        SERVING.with_borrow_mut(|s| {
+            if *s != self.path {
+                s.clone_from(&self.path);
+            }
+        });
+    }
+
     /// A store that may be written at once, or after the background check (`checking`).
     pub(super) fn new(path: String, checking: bool) -> Self {
         let state = if checking {

@@ -18,6 +18,7 @@ pub mod admin;
 pub mod atc;
 pub mod beliefs;
 mod checkpoint;
+mod companions;
 mod create;
 pub mod directives;
 mod health;
@@ -36,6 +37,15 @@ use rusqlite::Connection;
 
 pub use health::CHECK_WAIT;
 pub use open::{APPLICATION_ID, INLINE_CHECK_MAX_BYTES};
+
+/// The file `p` names: absolute, every symbolic link resolved (a dangling one too), `.` and
+/// `..` applied, as the store resolves `--db`.
+///
+/// # Errors
+/// A symbolic link that cannot be read, or a loop of them.
+pub fn resolve_path(p: &std::path::Path) -> std::io::Result<std::path::PathBuf> {
+    open::resolve(p)
+}
 
 use crate::service::{Family, MetaLearningService, Versions};
 
@@ -253,6 +263,23 @@ pub enum StoreError {
         /// What SQLite or the check reported.
         reason: String,
     },
+    /// The `-wal` or `-shm` of the database was deleted or replaced while this server had it
+    /// open: writing on could lose what was written or damage the file, so nothing more is.
+    #[error(
+        "{file} {what} while this server had {path} open; to keep the database from being \
+         damaged, this server writes nothing more. Never delete the -wal and -shm files of a \
+         database in use (SQLite removes them when the last connection closes). Stop every \
+         meta-utl-mcp using {path}, then `meta-utl-mcp check --db {path}` says whether it is \
+         healthy; start the servers again"
+    )]
+    CompanionReplaced {
+        /// The database file.
+        path: String,
+        /// The companion file.
+        file: String,
+        /// "was deleted" or "was replaced by another file".
+        what: &'static str,
+    },
     /// A write came while the background integrity check of a large file was still running,
     /// and waited [`CHECK_WAIT`] for it in vain.
     #[error(
@@ -272,8 +299,8 @@ pub enum StoreError {
         /// The failure that ended the transaction.
         cause: String,
     },
-    /// Any other SQLite failure while serving a request.
-    #[error("database error: {0}")]
+    /// Any other SQLite failure while serving a request (the message adds the likely fix).
+    #[error("database error: {0}{hint}", hint = sqlite_hint(.0, &health::serving()))]
     Sqlite(#[source] rusqlite::Error),
     /// `--db postgres://…` that cannot be used: malformed, or an option this program does
     /// not support.
@@ -307,6 +334,23 @@ pub enum StoreError {
         /// What the client library said.
         reason: String,
     },
+    /// The connection to PostgreSQL was lost between sending `COMMIT` and its answer, and
+    /// whether the transaction committed could not be learned after reconnecting (within
+    /// [`pg::RESOLVE_WAIT`]). Never answered as "nothing was kept": it may have been.
+    #[error(
+        "the connection to PostgreSQL at {target} was lost while this call was committing \
+         ({reason}), and whether it was kept could not be learned. Do not simply retry: a call \
+         that was kept would be recorded twice. Check first whether its effect is there (read \
+         it back), or ask PostgreSQL: SELECT txid_status({xid}) says committed or aborted"
+    )]
+    CommitUnknown {
+        /// Host, port, database and user (never the password).
+        target: String,
+        /// The transaction id (`txid_current()`) of the call.
+        xid: i64,
+        /// What the client library said, and why the outcome could not be learned.
+        reason: String,
+    },
     /// Any other PostgreSQL failure while serving a request.
     #[error("database error: {0}")]
     Postgres(String),
@@ -314,6 +358,43 @@ pub enum StoreError {
     /// a bug wrote it). Never served.
     #[error("stored data is damaged: {0}")]
     Corrupt(String),
+}
+
+/// What to do about an SQLite failure, by its kind: appended to [`StoreError::Sqlite`]'s
+/// message (the tool layer adds which database file it was).
+fn sqlite_hint(e: &rusqlite::Error, db: &str) -> String {
+    use rusqlite::ErrorCode as C;
+    let db = if db.is_empty() { "FILE" } else { db };
+    let hint = match e {
+        rusqlite::Error::SqliteFailure(f, _) => match f.code {
+            C::SystemIoFailure => {
+                "; the disk or file system failed: check free space, the device and the system \
+                 log; `meta-utl-mcp check --db DB` says whether the file is intact"
+            }
+            C::DiskFull => "; free disk space, then retry",
+            C::DatabaseBusy | C::DatabaseLocked => {
+                "; another process held the database lock too long (a stuck process?); retry"
+            }
+            C::ReadOnly | C::PermissionDenied => {
+                "; the file or its folder is not writable by this user: fix the permissions"
+            }
+            C::CannotOpen => "; the file or its folder was moved or cannot be opened",
+            _ => "",
+        },
+        rusqlite::Error::Utf8Error(..)
+        | rusqlite::Error::FromSqlConversionFailure(..)
+        | rusqlite::Error::InvalidColumnType(..) => {
+            "; a stored value is not what this program writes, so another program changed the \
+             file: `meta-utl-mcp check --db DB` reports it; restore a backup or remove the row"
+        }
+        _ => "",
+    };
+    let on = if db == "FILE" {
+        String::new()
+    } else {
+        format!(" (database {db})")
+    };
+    format!("{on}{}", hint.replace("DB", db))
 }
 
 impl From<rusqlite::Error> for StoreError {

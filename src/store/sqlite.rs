@@ -3,6 +3,7 @@
 //! numbered [`MIGRATIONS`] keyed by `PRAGMA user_version`, applied at start-up inside one
 //! transaction. The SQL of each family lives in the family's own module (`meta.rs`, …).
 
+use super::companions::Companions;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -31,6 +32,18 @@ pub(crate) struct SqliteStore {
     health: std::sync::Arc<health::Health>,
     /// The background WAL checkpoint thread (files only): see [`checkpoint`].
     checkpointer: Option<checkpoint::Checkpointer>,
+    /// The file's `-wal` and `-shm` as opened, checked before each write (files only).
+    companions: Option<Companions>,
+}
+
+/// The serving connection's busy handler: sleep 1 ms and try again, for up to
+/// [`BUSY_TIMEOUT`] (`attempts` counts the calls for this wait, from 0).
+fn retry_every_millisecond(attempts: i32) -> bool {
+    if u128::try_from(attempts).unwrap_or(0) >= BUSY_TIMEOUT.as_millis() {
+        return false;
+    }
+    std::thread::sleep(Duration::from_millis(1));
+    true
 }
 
 /// Undoes an open transaction or savepoint if the code inside it unwinds (a handler panic),
@@ -92,7 +105,7 @@ impl SqliteStore {
 
     fn open_once(path: &DbPath, options: &OpenOptions) -> Result<SqliteStore, StoreError> {
         let shown = path.display();
-        let (conn, check, real, fresh) = match path {
+        let (mut conn, check, real, fresh) = match path {
             DbPath::Memory => (
                 Connection::open_in_memory()?,
                 open::Check::Done,
@@ -126,6 +139,10 @@ impl SqliteStore {
         // Before the first statement that writes: several servers may open a new file at the
         // same moment, and the first read must wait for another's schema transaction, not fail.
         conn.busy_timeout(BUSY_TIMEOUT)?;
+        // Then a handler that retries every millisecond: SQLite's own sleeps up to 100 ms
+        // between attempts, so a writer waiting for another process's short transactions (an
+        // import's steps) lost the race to the next one again and again.
+        conn.busy_handler(Some(retry_every_millisecond))?;
         if real.is_some() {
             let mode: String = conn
                 .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
@@ -170,6 +187,7 @@ impl SqliteStore {
             }
             None => None,
         };
+        let companions = real.as_deref().map(|r| Companions::record(r, &shown));
         if let (true, Some(real)) = (checking, real) {
             spawn_background_check(real, health.clone())?;
         }
@@ -179,6 +197,7 @@ impl SqliteStore {
             batch_lost: Mutex::new(None),
             health,
             checkpointer,
+            companions,
         })
     }
 
@@ -205,6 +224,7 @@ impl SqliteStore {
         if !in_batch {
             // Before the lock: a read may run while the background check finishes.
             self.health.writable(CHECK_WAIT).map_err(E::from)?;
+            self.companions_in_place().map_err(E::from)?;
         }
         let conn = self.conn.lock();
         let (begin, end, undo) = if in_batch {
@@ -228,6 +248,7 @@ impl SqliteStore {
             ("BEGIN IMMEDIATE", "COMMIT", "ROLLBACK")
         };
         health::reset();
+        self.health.serve_here();
         conn.execute_batch(begin)
             .map_err(|e| E::from(StoreError::from(e)))?;
         let mut guard = TxGuard {
@@ -267,6 +288,11 @@ impl SqliteStore {
         })
     }
 
+    /// Refuse to write when the file's `-wal` or `-shm` was deleted or replaced since open.
+    fn companions_in_place(&self) -> Result<(), StoreError> {
+        self.companions.as_ref().map_or(Ok(()), Companions::check)
+    }
+
     /// The error of a failed `COMMIT` or `RELEASE`: the failure that ended the transaction
     /// when SQLite rolled it back by itself, else the commit's own.
     fn failed_end<E: From<StoreError>>(&self, conn: &Connection, e: rusqlite::Error) -> E {
@@ -304,6 +330,7 @@ impl SqliteStore {
             };
         }
         health::reset();
+        self.health.serve_here();
         conn.prepare_cached("BEGIN DEFERRED")
             .and_then(|mut s| s.execute([]))
             .map_err(|e| E::from(StoreError::from(e)))?;
@@ -333,9 +360,11 @@ impl SqliteStore {
     /// them as failed.
     pub(crate) fn batch<T>(&self, f: impl FnOnce() -> T) -> Result<T, StoreError> {
         self.health.writable(CHECK_WAIT)?;
+        self.companions_in_place()?;
         {
             let conn = self.conn.lock();
             health::reset();
+            self.health.serve_here();
             conn.execute_batch("BEGIN IMMEDIATE")?;
             self.in_batch.store(true, Ordering::Relaxed);
             *self.batch_lost.lock() = None;

@@ -269,6 +269,16 @@ impl App {
         &self.session
     }
 
+    /// A storage failure's message with the database it happened on (the messages that name
+    /// their file already are left as they are).
+    fn naming_db(&self, m: String) -> String {
+        if m.starts_with("database error:") && !m.contains(self.db_path.as_str()) {
+            format!("{m} (database: {})", self.db_path)
+        } else {
+            m
+        }
+    }
+
     /// The database path as shown to users.
     pub fn db_path(&self) -> &str {
         &self.db_path
@@ -303,7 +313,7 @@ impl App {
                 structured: family.argument_error(&message),
                 message,
             },
-            ToolError::Internal(m) => CallError::Rpc(internal(tool.name, m)),
+            ToolError::Internal(m) => CallError::Rpc(internal(tool.name, self.naming_db(m))),
         };
         (tool.prepare)(&self.semantic, arguments);
         // The handler reads `arguments` with wire::parse, which refuses anything but an object
@@ -443,7 +453,10 @@ impl App {
         let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| core.store.batch(f)));
         let failure = match out {
             Ok(Ok(v)) => return Ok(v),
-            Ok(Err(e)) => format!("Internal error: the write could not be committed: {e}"),
+            Ok(Err(e)) => format!(
+                "Internal error: the write could not be committed: {}",
+                self.naming_db(e.to_string())
+            ),
             Err(_) => "Internal error: the write could not be committed".to_string(),
         };
         // Nothing of the group is kept: reload the cached state on the next call.

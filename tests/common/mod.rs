@@ -494,17 +494,28 @@ impl Drop for Server {
 /// The binary run with `--db db ARGS…` and all of `input` on stdin, to its end (`META_UTL_DB`
 /// and `PGPASSWORD` removed, so that only what the test passes counts).
 pub fn run(db: &(impl AsRef<OsStr> + ?Sized), args: &[&str], input: &[u8]) -> Output {
-    let mut child = command()
-        .arg("--db")
+    run_with(db, args, input, |_| {})
+}
+
+/// [`run`], with the command adjusted by `adjust` before it starts (an environment variable, a
+/// resource limit).
+pub fn run_with(
+    db: &(impl AsRef<OsStr> + ?Sized),
+    args: &[&str],
+    input: &[u8],
+    adjust: impl FnOnce(&mut Command),
+) -> Output {
+    let mut cmd = command();
+    cmd.arg("--db")
         .arg(db.as_ref())
         .args(args)
         .env_remove("META_UTL_DB")
         .env_remove("PGPASSWORD")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn meta-utl-mcp");
+        .stderr(Stdio::piped());
+    adjust(&mut cmd);
+    let mut child = cmd.spawn().expect("spawn meta-utl-mcp");
     let mut stdin = child.stdin.take().unwrap();
     let input = input.to_vec();
     let writer = std::thread::spawn(move || {
@@ -513,6 +524,20 @@ pub fn run(db: &(impl AsRef<OsStr> + ?Sized), args: &[&str], input: &[u8]) -> Ou
     let out = child.wait_with_output().expect("wait");
     writer.join().unwrap();
     out
+}
+
+/// The message of a failed call (a JSON-RPC error or a tool result with `isError`), `None`
+/// when it succeeded.
+pub fn failure(r: &Value) -> Option<String> {
+    if let Some(e) = r.get("error") {
+        return Some(e["message"].as_str().unwrap_or_default().to_string());
+    }
+    (r["result"]["isError"] == true).then(|| {
+        r["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    })
 }
 
 /// Run the binary with all of `input` piped to stdin, wait for exit; returns (status, stdout

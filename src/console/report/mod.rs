@@ -654,16 +654,21 @@ pub fn html(d: &ReportData) -> Result<String, String> {
     Ok(h)
 }
 
-/// `report --out FILE.html`.
+/// `report --out FILE.html [--force]`: the page, replaced whole ([`crate::files`]).
 ///
 /// # Errors
 /// [`ConsoleError`] when the store fails, a plot cannot be drawn, or the file cannot be
 /// written.
-pub fn run(app: &App, file: &Path, out: &mut Out) -> Result<(), ConsoleError> {
+pub fn run(
+    app: &App,
+    file: &Path,
+    existing: crate::files::Existing,
+    database: Option<&Path>,
+    out: &mut Out,
+) -> Result<(), ConsoleError> {
     let d = gather(app)?;
     let page = html(&d).map_err(ConsoleError::Format)?;
-    std::fs::write(file, page.as_bytes())
-        .map_err(ConsoleError::io(format!("writing {}", file.display())))?;
+    crate::files::replace_whole(file, database, existing, page.as_bytes())?;
     out.line(&format!(
         "Wrote {} ({} KiB): open it in a browser.",
         file.display(),

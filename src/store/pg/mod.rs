@@ -241,6 +241,14 @@ pub fn columns<T: Columns>(row: &Row) -> Result<T, StoreError> {
     T::read(row)
 }
 
+/// How long a write whose `COMMIT` lost its answer keeps trying to learn the outcome
+/// (reconnecting, then `txid_status`) before it answers that the outcome is unknown.
+pub const RESOLVE_WAIT: Duration = Duration::from_secs(5);
+
+/// Begins the write transaction's work: takes [`WRITE_LOCK`] and returns the transaction's id,
+/// by which the outcome of a `COMMIT` whose answer was lost is learned ([`PgStore::resolve`]).
+const LOCK_AND_XID: &str = "SELECT txid_current() FROM (SELECT pg_advisory_xact_lock($1)) AS l";
+
 /// The session and when to try reconnecting after a failure.
 struct Session {
     pg: Option<Pg>,
@@ -384,23 +392,70 @@ impl PgStore {
             undo,
             armed: true,
         };
-        if !in_batch {
-            pg.execute("SELECT pg_advisory_xact_lock($1)", &[&WRITE_LOCK])
-                .map_err(E::from)?;
-        }
+        let xid = if in_batch {
+            None
+        } else {
+            Some(lock_and_xid(pg).map_err(E::from)?)
+        };
         let out = f(&Db::postgres(pg));
-        let out = match out {
-            Ok(v) => match pg.batch(end) {
+        let committed = match &out {
+            Ok(_) => match pg.batch(end) {
                 Ok(()) => {
                     guard.armed = false;
-                    Ok(v)
+                    Ok(())
                 }
-                Err(e) => Err(E::from(e)),
+                Err(e) => Err(e),
             },
-            Err(e) => Err(e),
+            Err(_) => Ok(()),
         };
         drop(guard);
-        out
+        match (committed, xid) {
+            (Ok(()), _) => out,
+            (Err(lost @ StoreError::ConnectionLost { .. }), Some(xid)) => {
+                self.resolve(&mut session, xid, lost).map_err(E::from)?;
+                out
+            }
+            (Err(e), _) => Err(E::from(e)),
+        }
+    }
+
+    /// The `COMMIT` of transaction `xid` lost its answer (`lost`): reconnect and ask
+    /// PostgreSQL whether it committed, for up to [`RESOLVE_WAIT`]. `Ok` when it did; `lost`
+    /// (nothing was kept) when it aborted; [`StoreError::CommitUnknown`] when that could not
+    /// be learned. The new connection becomes the session.
+    fn resolve(&self, session: &mut Session, xid: i64, lost: StoreError) -> Result<(), StoreError> {
+        session.pg = None;
+        let deadline = Instant::now() + RESOLVE_WAIT;
+        let why = loop {
+            let why = match self.target.connect() {
+                Err(e) => e.to_string(),
+                Ok(client) => {
+                    let pg = Pg::new(client, self.target.to_string());
+                    let status = xact_status(&pg, xid, deadline);
+                    session.pg = Some(pg);
+                    match status {
+                        Ok(true) => {
+                            tracing::warn!(xid, "the answer to COMMIT was lost; it committed");
+                            return Ok(());
+                        }
+                        Ok(false) => return Err(lost),
+                        Err(why) => why,
+                    }
+                }
+            };
+            if Instant::now() >= deadline {
+                break why;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        let StoreError::ConnectionLost { target, reason } = lost else {
+            return Err(lost);
+        };
+        Err(StoreError::CommitUnknown {
+            target,
+            xid,
+            reason: format!("{reason}; then: {why}"),
+        })
     }
 
     /// Run `f` in a `REPEATABLE READ, READ ONLY` transaction (one snapshot); inside a batch,
@@ -449,14 +504,19 @@ impl PgStore {
     }
 
     fn batch_here<T>(&self, f: impl FnOnce() -> T) -> Result<T, StoreError> {
-        {
+        let xid = {
             let mut session = self.session.lock();
             let pg = self.live(&mut session)?;
             pg.batch("BEGIN")?;
-            if let Err(e) = pg.execute("SELECT pg_advisory_xact_lock($1)", &[&WRITE_LOCK]) {
-                let _ = pg.batch("ROLLBACK");
-                return Err(e);
+            match lock_and_xid(pg) {
+                Ok(x) => x,
+                Err(e) => {
+                    let _ = pg.batch("ROLLBACK");
+                    return Err(e);
+                }
             }
+        };
+        {
             self.in_batch.store(true, Ordering::Relaxed);
             *self.batch_lost.lock() = None;
         }
@@ -475,7 +535,7 @@ impl PgStore {
         let end = EndBatch(self);
         let out = f();
         let committed = {
-            let session = self.session.lock();
+            let mut session = self.session.lock();
             self.in_batch.store(false, Ordering::Relaxed);
             let lost = self.batch_lost.lock().take();
             match (&session.pg, lost) {
@@ -486,6 +546,9 @@ impl PgStore {
                 }),
                 (Some(pg), None) => match pg.batch("COMMIT") {
                     Ok(()) => Ok(()),
+                    Err(lost @ StoreError::ConnectionLost { .. }) => {
+                        self.resolve(&mut session, xid, lost)
+                    }
                     Err(e) => {
                         let _ = pg.batch("ROLLBACK");
                         Err(e)
@@ -496,6 +559,36 @@ impl PgStore {
         drop(end);
         committed.map(|()| out)
     }
+}
+
+/// Whether transaction `xid` committed (`Ok(true)`) or aborted (`Ok(false)`), asked on a new
+/// session; while it is still in progress, asked again until `deadline`. `Err` says why the
+/// outcome is not known.
+fn xact_status(pg: &Pg, xid: i64, deadline: Instant) -> Result<bool, String> {
+    loop {
+        let rows = pg
+            .query("SELECT txid_status($1)", &[&xid])
+            .map_err(|e| e.to_string())?;
+        let status: Option<String> = rows.first().and_then(|r| r.try_get(0).ok()).flatten();
+        match status.as_deref() {
+            Some("committed") => return Ok(true),
+            Some("aborted") => return Ok(false),
+            Some("in progress") if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Some("in progress") => return Err("it was still committing".into()),
+            _ => return Err("PostgreSQL no longer knows the transaction".into()),
+        }
+    }
+}
+
+/// Take [`WRITE_LOCK`] for the transaction just begun and return its id.
+fn lock_and_xid(pg: &Pg) -> Result<i64, StoreError> {
+    let rows = pg.query(LOCK_AND_XID, &[&WRITE_LOCK])?;
+    let row = rows
+        .first()
+        .ok_or_else(|| StoreError::Postgres("txid_current() returned no row".into()))?;
+    get(row, 0)
 }
 
 /// Run `f`, which uses the client library, so that it may block: the synchronous client drives

@@ -158,6 +158,18 @@ impl Target {
                 redact(url)
             )));
         }
+        let start = url.find("://").map_or(0, |i| i + 3);
+        let authority = &url[start..];
+        let authority = &authority[..authority.find(['/', '?']).unwrap_or(authority.len())];
+        if authority.matches('@').count() > 1 {
+            return Err(bad(
+                "the URL has more than one '@' before the host, so where the password ends is \
+                 unclear: write an '@' inside the user or password as %40 (percent-encoded), or \
+                 better, leave the password out of the URL and put it in ~/.pgpass or \
+                 PGPASSWORD (a URL is visible to every user in the process list)"
+                    .to_string(),
+            ));
+        }
         let (base, query) = match url.split_once('?') {
             Some((b, q)) => (b, Some(q)),
             None => (url, None),

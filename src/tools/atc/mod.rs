@@ -29,7 +29,8 @@ use crate::service::vocab::{Domain, NUM_EMBEDDERS};
 pub use metrics::{GetCalibrationMetrics, MetricsInput, Timeframe};
 pub use recalibrate::{RecalibrateInput, TriggerRecalibration};
 pub use record::{
-    MAX_OBSERVATIONS_PER_CALL, ObservationInput, RecordCalibrationObservations, RecordInput,
+    MAX_CLOCK_SKEW_SECONDS, MAX_OBSERVATIONS_PER_CALL, ObservationInput,
+    RecordCalibrationObservations, RecordInput,
 };
 pub use status::{GetThresholdStatus, StatusInput};
 

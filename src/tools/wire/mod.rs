@@ -41,6 +41,7 @@ use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
 
 use super::ToolError;
+use crate::protocol::jsonrpc::LONE_SURROGATE;
 
 // ---------------------------------------------------------------------------------------------
 // Parsing arguments
@@ -433,13 +434,13 @@ fn strip_null(v: &mut Value) {
 
 /// Whether `v` holds what [`parse`] refuses before reading: a member of an object whose value
 /// is `null`, anywhere in `v` (a `null` element of an array is left to the types), or a string
-/// with the NUL character (U+0000). No text field may hold NUL: it means nothing in a
+/// with the NUL character (U+0000) or an escaped lone surrogate ([`LONE_SURROGATE`]). No text field may hold NUL: it means nothing in a
 /// strategy, a rationale or a name, and PostgreSQL's text cannot store it, so it is refused on
 /// every backend alike. One walk that allocates nothing
 /// (numbers in arrays are skipped), so a call with neither pays only the walk.
 pub fn has_null_or_nul(v: &Value) -> bool {
     match v {
-        Value::String(s) => s.contains('\0'),
+        Value::String(s) => s.contains(['\0', LONE_SURROGATE]),
         Value::Object(m) => m.values().any(|x| x.is_null() || has_null_or_nul(x)),
         Value::Array(a) => a.iter().any(|x| !x.is_number() && has_null_or_nul(x)),
         _ => false,
@@ -452,6 +453,12 @@ fn reject_nul_chars(v: &Value, path: &mut Vec<String>) -> Result<(), ToolError> 
         Value::String(s) if s.contains('\0') => Err(ToolError::invalid(format!(
             "field '{}' contains the NUL character (U+0000), which no text field may hold; \
              remove it",
+            path.join(".")
+        ))),
+        Value::String(s) if s.contains(LONE_SURROGATE) => Err(ToolError::invalid(format!(
+            "field '{}' contains an escaped lone UTF-16 surrogate (such as \\ud800 without its \
+             pair; or U+FDD0, which stands for one), which is not a character; send the text \
+             as UTF-8, or each character outside the BMP as a surrogate pair",
             path.join(".")
         ))),
         Value::Object(obj) => {
