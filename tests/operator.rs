@@ -145,6 +145,32 @@ fn a_mistyped_db_is_refused_naming_the_near_file_and_nothing_is_created() {
         "an import of an empty export must say so: {said}"
     );
     assert!(made.is_file(), "import --create made no file");
+    // A refused import (an export cut short) creates nothing, even with --create.
+    let refused = dir.path().join("refused.db");
+    let cut: String = export.lines().take(1).map(|l| format!("{l}\n")).collect();
+    let out = Command::new(bin())
+        .args(["--db", refused.to_str().unwrap(), "import", "-", "--create"])
+        .env_remove("META_UTL_DB")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            use std::io::Write;
+            c.stdin.take().unwrap().write_all(cut.as_bytes())?;
+            c.wait_with_output()
+        })
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        !refused.exists(),
+        "a refused import --create left a database"
+    );
 }
 
 fn names(dir: &Path) -> Vec<String> {
@@ -323,7 +349,9 @@ fn ids_by_prefix(backend: Backend) {
     let export = ok(&source.db, &["export"]);
     let mut lines: Vec<String> = Vec::new();
     let mut n = 0;
-    for l in export.lines() {
+    // The ids are changed, so the trailer's checksum no longer holds: it is left out and the
+    // file imported knowingly with --partial.
+    for l in export.lines().filter(|l| !l.contains("\"type\":\"trailer\"")) {
         if l.contains("\"type\":\"lesson\"") {
             n += 1;
             lines.push(with_id(
@@ -344,6 +372,7 @@ fn ids_by_prefix(backend: Backend) {
             "import",
             file.path().to_str().unwrap(),
             "--create",
+            "--partial",
             "--json",
         ],
     );
@@ -468,7 +497,7 @@ fn an_empty_export_imports_nothing_and_says_why(backend: Backend) {
     let file = dir.path().join("empty.jsonl");
     let said = ok(&empty, &["export", "--out", file.to_str().unwrap()]);
     assert!(
-        said.starts_with("Wrote 2 lines to ") && said.contains("empty.jsonl"),
+        said.starts_with("Wrote 3 lines to ") && said.contains("empty.jsonl"),
         "{said}"
     );
     let target = backend.fresh();
@@ -621,7 +650,7 @@ fn connection_messages_name_the_fix() {
         &[],
     );
     let err = refused(&out, "@ in the password");
-    assert!(err.contains("percent-encoded, @ as %40"), "{err}");
+    assert!(err.contains("%40") && err.contains("percent-encoded"), "{err}");
     assert!(
         !err.contains("p@ss"),
         "the password is in the message: {err}"

@@ -358,7 +358,7 @@ fn dispatch(cmd: Command, path: &DbPath, out: &mut Out) -> Result<ExitCode, Cons
             partial,
             json,
             ..
-        } => transfer::import(&open_app(path)?, &file, partial, json, out).map(ok),
+        } => transfer::import(|| open_app(path), &file, partial, json, out).map(ok),
         Command::Backup { dest } => maintenance::backup(path, &dest, out).map(ok),
         Command::Check { json } => maintenance::check(path, json, out),
         Command::Report { out: file, force } => {

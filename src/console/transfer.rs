@@ -1131,14 +1131,15 @@ fn store(app: &App, version: u32, p: &Parsed) -> Result<ImportReport, ConsoleErr
 }
 
 /// `import FILE|- [--partial]`: read and validate the whole export (refusing one not known
-/// to be whole unless `partial`), then store it in short transactions, and report the counts.
+/// to be whole unless `partial`), then open the database (`open`, which `--create` lets make
+/// it) and store the export in short transactions, and report the counts.
 ///
 /// # Errors
 /// [`ConsoleError::Format`] for an input that is not a valid, whole export of a supported
 /// version (nothing is stored), or the store's failure (what earlier transactions stored is
 /// kept; importing again skips it).
 pub fn import(
-    app: &App,
+    open: impl FnOnce() -> Result<App, ConsoleError>,
     file: &str,
     partial: bool,
     json: bool,
@@ -1152,7 +1153,10 @@ pub fn import(
         (what, Box::new(std::io::BufReader::new(f)))
     };
     let (version, parsed, complete) = parse(&mut reader, &what, partial, Utc::now())?;
-    let r = store(app, version, &parsed)?;
+    // Opened (with `--create`, made) only once the file is known good: a refused import never
+    // leaves a new empty database behind.
+    let app = open()?;
+    let r = store(&app, version, &parsed)?;
     let records = parsed.lessons.len()
         + parsed.directives.len()
         + parsed.beliefs.len()
