@@ -400,9 +400,10 @@ fn export_then_import_elsewhere_blocks_the_strategy_and_twice_duplicates_nothing
         err.contains("version 3") && err.contains("upgrade"),
         "{err}"
     );
-    let empty = json_of(&fresh, &["status", "--json"]);
-    assert_eq!(empty["counts"]["lessons"], 0);
+    assert!(!fresh.exists(), "a refused import --create made a database");
     // A broken line names itself, and nothing of the file is stored.
+    let (status, _, stderr) = common::pipe(&fresh, b"");
+    assert!(status.success(), "{stderr}");
     let broken = format!("{text}{{\"type\":\"lesson\",\"id\":\"nope\"}}\n");
     let out = console_with(&fresh, &["import", "-"], broken.as_bytes());
     assert_eq!(out.status.code(), Some(2));

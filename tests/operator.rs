@@ -351,7 +351,10 @@ fn ids_by_prefix(backend: Backend) {
     let mut n = 0;
     // The ids are changed, so the trailer's checksum no longer holds: it is left out and the
     // file imported knowingly with --partial.
-    for l in export.lines().filter(|l| !l.contains("\"type\":\"trailer\"")) {
+    for l in export
+        .lines()
+        .filter(|l| !l.contains("\"type\":\"trailer\""))
+    {
         if l.contains("\"type\":\"lesson\"") {
             n += 1;
             lines.push(with_id(
@@ -650,7 +653,10 @@ fn connection_messages_name_the_fix() {
         &[],
     );
     let err = refused(&out, "@ in the password");
-    assert!(err.contains("%40") && err.contains("percent-encoded"), "{err}");
+    assert!(
+        err.contains("%40") && err.contains("percent-encoded"),
+        "{err}"
+    );
     assert!(
         !err.contains("p@ss"),
         "the password is in the message: {err}"

@@ -434,9 +434,10 @@ fn strip_null(v: &mut Value) {
 
 /// Whether `v` holds what [`parse`] refuses before reading: a member of an object whose value
 /// is `null`, anywhere in `v` (a `null` element of an array is left to the types), or a string
-/// with the NUL character (U+0000) or an escaped lone surrogate ([`LONE_SURROGATE`]). No text field may hold NUL: it means nothing in a
-/// strategy, a rationale or a name, and PostgreSQL's text cannot store it, so it is refused on
-/// every backend alike. One walk that allocates nothing
+/// with the NUL character (U+0000) or an escaped lone surrogate ([`LONE_SURROGATE`]). No text
+/// field may hold NUL: it means nothing in a strategy, a rationale or a name, and PostgreSQL's
+/// text cannot store it, so it is refused on every backend alike. One walk that allocates
+/// nothing
 /// (numbers in arrays are skipped), so a call with neither pays only the walk.
 pub fn has_null_or_nul(v: &Value) -> bool {
     match v {
