@@ -29,15 +29,6 @@ const TOOL_BUDGET: usize = 4_000;
 const AGENT_PROFILE_BUDGET: usize = 7_000;
 /// The `instructions`; Claude Code keeps at most 2 KB of a server's.
 const INSTRUCTIONS_BUDGET: usize = 2_048;
-/// The keys an input schema may have at its top (no `oneOf`, `anyOf`, `allOf`, `not`,
-/// `if`/`then`/`else`: the Anthropic API refuses them there).
-const TOP_LEVEL_KEYS: &[&str] = &[
-    "type",
-    "properties",
-    "required",
-    "additionalProperties",
-    "$defs",
-];
 /// The profiles of the README's table, as `--tools` takes them (`None`: the default, all).
 const PROFILES: &[Option<&str>] = &[
     None,
@@ -156,7 +147,7 @@ fn offered(request: &Value) -> BTreeMap<String, usize> {
             assert_eq!(schema["type"], "object", "{}", t["name"]);
             for key in schema.keys() {
                 assert!(
-                    TOP_LEVEL_KEYS.contains(&key.as_str()),
+                    common::TOP_LEVEL_KEYS.contains(&key.as_str()),
                     "{}: input_schema has '{key}' at the top",
                     t["name"]
                 );
@@ -255,26 +246,11 @@ fn every_tool_is_offered_in_every_request_within_budget() {
     }
 }
 
-/// One invalid call per family, and the word its message must contain (the field at fault).
+/// One invalid call per family (`common::invalid_calls`), and two of the rules between fields
+/// that the schemas state only in descriptions, each with the word its message must contain.
 fn invalid_calls() -> Vec<(&'static str, Value, &'static str)> {
-    vec![
-        ("get_meta_learning_log", json!({"limit": 0}), "limit"),
-        (
-            "get_calibration_metrics",
-            json!({"timeframe": "2h"}),
-            "timeframe",
-        ),
-        ("gwt_compute_delta_sc", json!({}), "vertex_id"),
-        (
-            "epistemic_action",
-            json!({"action_type": "believe", "target": "t", "rationale": "r"}),
-            "action_type",
-        ),
-        (
-            "check_strategy_blacklist",
-            json!({"strategy": "x"}),
-            "task_id",
-        ),
+    let mut calls = common::invalid_calls();
+    calls.extend([
         (
             "set_lesson_active",
             json!({"task_id": "T", "active": false, "rationale": "r"}),
@@ -286,7 +262,8 @@ fn invalid_calls() -> Vec<(&'static str, Value, &'static str)> {
                    "predicted": 0.2}),
             "predicted",
         ),
-    ]
+    ]);
+    calls
 }
 
 /// The model calls one tool of each family with invalid arguments (and one valid call): each

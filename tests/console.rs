@@ -39,18 +39,9 @@ fn console(db: &Path, args: &[&str]) -> Output {
 
 /// stdout of a command that must succeed.
 fn ok(db: &Path, args: &[&str]) -> String {
-    let out = console(db, args);
-    assert!(
-        out.status.success(),
-        "{args:?} failed ({}): {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        !out.stdout.contains(&0x1b),
-        "{args:?}: colour escapes on a pipe"
-    );
-    String::from_utf8(out.stdout).expect("UTF-8")
+    let text = common::succeeded(console(db, args), args);
+    assert!(!text.contains('\x1b'), "{args:?}: colour escapes on a pipe");
+    text
 }
 
 /// The JSON a `--json` command prints.

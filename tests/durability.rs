@@ -32,14 +32,7 @@ fn console(db: &Path, args: &[&str]) -> Output {
 }
 
 fn ok(db: &Path, args: &[&str]) -> String {
-    let out = console(db, args);
-    assert!(
-        out.status.success(),
-        "{args:?} failed ({}): {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("UTF-8")
+    common::succeeded(console(db, args), args)
 }
 
 /// The command fails with exit 2 and a message containing `needle`; returns the message.

@@ -12,17 +12,6 @@ common::both_backends!(
     annotations_tell_the_truth,
 );
 
-/// The keys an input schema may have at its top: the Anthropic API refuses a tool whose
-/// `input_schema` has `oneOf`, `anyOf`, `allOf`, `not` or `if`/`then`/`else` there, and
-/// Claude Code then drops the tool without a word (three of ours were, before).
-const TOP_LEVEL_KEYS: &[&str] = &[
-    "type",
-    "properties",
-    "required",
-    "additionalProperties",
-    "$defs",
-];
-
 #[test]
 fn every_input_schema_is_a_plain_object_at_the_top() {
     let mut s = Server::start();
@@ -35,8 +24,9 @@ fn every_input_schema_is_a_plain_object_at_the_top() {
         assert_eq!(schema["type"], "object", "{name}");
         for key in schema.keys() {
             assert!(
-                TOP_LEVEL_KEYS.contains(&key.as_str()),
-                "{name}: inputSchema has '{key}' at the top; allowed: {TOP_LEVEL_KEYS:?}"
+                common::TOP_LEVEL_KEYS.contains(&key.as_str()),
+                "{name}: inputSchema has '{key}' at the top; allowed: {:?}",
+                common::TOP_LEVEL_KEYS
             );
         }
         // Every `$ref` is local and resolves.
@@ -52,29 +42,6 @@ fn every_input_schema_is_a_plain_object_at_the_top() {
     }
 }
 
-/// One invalid call per family, with a word its message must contain.
-fn invalid_calls() -> Vec<(&'static str, Value, &'static str)> {
-    vec![
-        ("get_meta_learning_log", json!({"limit": 0}), "limit"),
-        (
-            "get_calibration_metrics",
-            json!({"timeframe": "2h"}),
-            "timeframe",
-        ),
-        ("gwt_compute_delta_sc", json!({}), "vertex_id"),
-        (
-            "epistemic_action",
-            json!({"action_type": "believe", "target": "t", "rationale": "r"}),
-            "action_type",
-        ),
-        (
-            "check_strategy_blacklist",
-            json!({"strategy": "x"}),
-            "task_id",
-        ),
-    ]
-}
-
 /// How a revision answers invalid arguments.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Expect {
@@ -85,7 +52,7 @@ enum Expect {
 }
 
 fn check(s: &mut Server, meta: Option<&str>, expect: Expect, label: &str) {
-    for (tool, args, word) in invalid_calls() {
+    for (tool, args, word) in common::invalid_calls() {
         let mut params = json!({"name": tool, "arguments": args});
         if let Some(v) = meta {
             params["_meta"] = json!({"io.modelcontextprotocol/protocolVersion": v});

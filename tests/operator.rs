@@ -44,14 +44,7 @@ fn console(db: &(impl AsRef<OsStr> + ?Sized), args: &[&str]) -> Output {
 
 /// stdout of a command that must succeed.
 fn ok(db: &(impl AsRef<OsStr> + ?Sized), args: &[&str]) -> String {
-    let out = console(db, args);
-    assert!(
-        out.status.success(),
-        "{args:?} failed ({}): {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("UTF-8")
+    common::succeeded(console(db, args), args)
 }
 
 fn json_of(db: &(impl AsRef<OsStr> + ?Sized), args: &[&str]) -> Value {
@@ -121,19 +114,7 @@ fn a_mistyped_db_is_refused_naming_the_near_file_and_nothing_is_created() {
     // `import --create` is the console's one way to make a database.
     let made = dir.path().join("made.db");
     let export = ok(&real, &["export"]);
-    let out = Command::new(bin())
-        .args(["--db", made.to_str().unwrap(), "import", "-", "--create"])
-        .env_remove("META_UTL_DB")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .and_then(|mut c| {
-            use std::io::Write;
-            c.stdin.take().unwrap().write_all(export.as_bytes())?;
-            c.wait_with_output()
-        })
-        .unwrap();
+    let out = common::run(&made, &["import", "-", "--create"], export.as_bytes());
     assert!(
         out.status.success(),
         "{}",
@@ -148,19 +129,7 @@ fn a_mistyped_db_is_refused_naming_the_near_file_and_nothing_is_created() {
     // A refused import (an export cut short) creates nothing, even with --create.
     let refused = dir.path().join("refused.db");
     let cut: String = export.lines().take(1).map(|l| format!("{l}\n")).collect();
-    let out = Command::new(bin())
-        .args(["--db", refused.to_str().unwrap(), "import", "-", "--create"])
-        .env_remove("META_UTL_DB")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .and_then(|mut c| {
-            use std::io::Write;
-            c.stdin.take().unwrap().write_all(cut.as_bytes())?;
-            c.wait_with_output()
-        })
-        .unwrap();
+    let out = common::run(&refused, &["import", "-", "--create"], cut.as_bytes());
     assert_eq!(
         out.status.code(),
         Some(2),

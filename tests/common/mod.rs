@@ -83,6 +83,54 @@ pub fn assert_schema_agrees(tool: &str, schema: &Value, args: &Value, answer: &V
     }
 }
 
+/// The stdout of a console command `args` that must have succeeded (the message otherwise
+/// shows its exit status and stderr).
+pub fn succeeded(out: Output, args: &[&str]) -> String {
+    assert!(
+        out.status.success(),
+        "{args:?} failed ({}): {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("UTF-8")
+}
+
+/// One invalid call of each tool family, and a word its message must contain (the field at
+/// fault): what `tests/model_surface.rs` checks over the wire and `tests/claude_code.rs` with
+/// the real client.
+pub fn invalid_calls() -> Vec<(&'static str, Value, &'static str)> {
+    vec![
+        ("get_meta_learning_log", json!({"limit": 0}), "limit"),
+        (
+            "get_calibration_metrics",
+            json!({"timeframe": "2h"}),
+            "timeframe",
+        ),
+        ("gwt_compute_delta_sc", json!({}), "vertex_id"),
+        (
+            "epistemic_action",
+            json!({"action_type": "believe", "target": "t", "rationale": "r"}),
+            "action_type",
+        ),
+        (
+            "check_strategy_blacklist",
+            json!({"strategy": "x"}),
+            "task_id",
+        ),
+    ]
+}
+
+/// The keys an input schema may have at its top: the Anthropic API refuses a tool whose
+/// `input_schema` has `oneOf`, `anyOf`, `allOf`, `not` or `if`/`then`/`else` there, and
+/// Claude Code then drops the tool without a word (three of ours were, before).
+pub const TOP_LEVEL_KEYS: &[&str] = &[
+    "type",
+    "properties",
+    "required",
+    "additionalProperties",
+    "$defs",
+];
+
 /// Path of the binary under test.
 pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_meta-utl-mcp")
