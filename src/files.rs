@@ -130,7 +130,11 @@ pub fn check_destination(
 fn is_database_file(dest: &Path, dest_meta: Option<&std::fs::Metadata>, db: &Path) -> bool {
     let real_db = crate::store::resolve_path(db).unwrap_or_else(|_| db.to_path_buf());
     let candidates: Vec<PathBuf> = std::iter::once(real_db.clone())
-        .chain(COMPANIONS.iter().map(|s| with_suffix(&real_db, s)))
+        .chain(
+            COMPANIONS
+                .iter()
+                .map(|s| crate::store::with_suffix(&real_db, s)),
+        )
         .collect();
     let real_dest = std::path::absolute(dest)
         .ok()
@@ -164,13 +168,6 @@ fn same_inode(dest_meta: Option<&std::fs::Metadata>, candidates: &[PathBuf]) -> 
 #[cfg(not(unix))]
 fn same_inode(_: Option<&std::fs::Metadata>, _: &[PathBuf]) -> bool {
     false
-}
-
-/// `p` with `suffix` appended to its file name (`db` + `-wal`).
-pub fn with_suffix(p: &Path, suffix: &str) -> PathBuf {
-    let mut s = p.as_os_str().to_owned();
-    s.push(suffix);
-    PathBuf::from(s)
 }
 
 /// Whether the file at `p` begins with [`SQLITE_MAGIC`].
@@ -274,7 +271,7 @@ impl Drop for Staged {
             self.file = None;
             let _ = std::fs::remove_file(&self.tmp);
             for suffix in COMPANIONS {
-                let _ = std::fs::remove_file(with_suffix(&self.tmp, suffix));
+                let _ = std::fs::remove_file(crate::store::with_suffix(&self.tmp, suffix));
             }
         }
     }

@@ -34,7 +34,7 @@ impl Companions {
     pub(crate) fn record(real: &Path, shown: &str) -> Companions {
         let files = ["-wal", "-shm"]
             .iter()
-            .map(|s| crate::files::with_suffix(real, s))
+            .map(|s| super::with_suffix(real, s))
             .filter_map(|p| file_id(&p).map(|id| (p, id)))
             .collect();
         Companions {

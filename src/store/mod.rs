@@ -47,6 +47,13 @@ pub fn resolve_path(p: &std::path::Path) -> std::io::Result<std::path::PathBuf> 
     open::resolve(p)
 }
 
+/// `p` with `suffix` appended to its file name (`db` + `-wal`): a database's companion file.
+pub fn with_suffix(p: &std::path::Path, suffix: &str) -> std::path::PathBuf {
+    let mut s = p.as_os_str().to_owned();
+    s.push(suffix);
+    std::path::PathBuf::from(s)
+}
+
 use crate::service::{Family, MetaLearningService, Versions};
 
 /// How long a write waits for another process's write transaction before failing.
