@@ -215,11 +215,13 @@ const REOPEN_INTERVAL: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Why the store could not be opened.
 enum OpenFailure {
-    /// The database server could not be reached: it may come back, so the server keeps
-    /// serving, answers tool calls with this message, and tries again.
+    /// No PostgreSQL session could be opened ([`StoreError::Unreachable`]: the server down or
+    /// out of reach, or the login or TLS refused). Each may be mended while the server runs (the
+    /// database started, `~/.pgpass` fixed), so the server keeps serving, answers tool calls
+    /// with this message (which names the likely fix), and tries again.
     Unreachable(String),
-    /// Anything else (a damaged, foreign or newer file, a bad URL, a refused password): the
-    /// message for stderr, and exit status 2.
+    /// Anything else (a damaged, foreign or newer file, a bad URL, a database that is not
+    /// ours): the message for stderr, and exit status 2.
     Refused(String),
 }
 
@@ -400,7 +402,7 @@ fn main() -> ExitCode {
     // handshake (`initialize`, `tools/list`, `ping`): creating a new database (schema, one
     // sync) takes a few ms, and Claude Code starts a server for every session. A tool call
     // waits for the store. A store that cannot be opened ends the process with exit status 2
-    // and the reason on stderr, as before, but for a PostgreSQL server that cannot be reached:
+    // and the reason on stderr, as before, but for a PostgreSQL session that cannot be opened:
     // then tool calls are answered with the reason while the thread tries again, until the
     // server ends (`stop`, dropped after serving).
     let app = with_embedding(App::opening(&path, profile), model);

@@ -62,7 +62,7 @@ pub struct App {
     /// The cached service and the store, once opened.
     core: std::sync::OnceLock<Core>,
     /// Why the store is not open yet, once an attempt failed and the server retries (a
-    /// PostgreSQL server that cannot be reached); `None` while the first attempt runs.
+    /// PostgreSQL session that cannot be opened); `None` while the first attempt runs.
     unavailable: parking_lot::Mutex<Option<String>>,
     /// Signalled when the store opens or an attempt fails.
     open_changed: parking_lot::Condvar,
