@@ -711,6 +711,66 @@ fn a_server_whose_wal_was_deleted_or_replaced_stops_writing() {
     }
 }
 
+/// Deleting the `-wal` and `-shm` under a running server, then starting another server or a
+/// console command on the file (issue 34: answered writes lost and the file destroyed in 4 of
+/// 4 trials): the other process refuses to open it, naming the process that holds it and what
+/// was deleted, and creates nothing; the first server, as it exits, copies its deleted WAL into
+/// the file, so every write it answered is kept and the file passes `check`.
+#[test]
+fn deleted_companions_lose_no_answered_write_and_other_processes_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("s.db");
+    let companion = |suffix: &str| PathBuf::from(format!("{}{suffix}", db.display()));
+    let mut s = Server::start_at(&db, &[]);
+    let answered: Vec<String> = (0..20).map(|i| format!("answered {i}")).collect();
+    for d in &answered {
+        s.tool_ok(
+            "record_directive",
+            json!({"description": d, "intervention_type": "FEEDBACK"}),
+        );
+    }
+    for suffix in ["-wal", "-shm"] {
+        std::fs::remove_file(companion(suffix)).unwrap();
+    }
+    let pid = s.pid().to_string();
+    for args in [&[][..], &["export"][..], &["check"][..], &["status"][..]] {
+        let out = common::run(&db, args, b"");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} opened the file: {err}");
+        assert!(
+            err.contains(&format!("is open in process {pid}"))
+                && err.contains("-wal is missing")
+                && err.contains("Never delete"),
+            "{args:?}: {err}"
+        );
+        for suffix in ["-wal", "-shm"] {
+            assert!(!companion(suffix).exists(), "{args:?} created {suffix}");
+        }
+    }
+    let refused = s.call(
+        "record_directive",
+        json!({"description": "after", "intervention_type": "FEEDBACK"}),
+    );
+    assert!(failure(&refused).is_some(), "{refused}");
+    let (status, _, stderr) = s.finish();
+    assert!(status.success(), "exit {status:?}: {stderr}");
+    assert!(stderr.contains("copied its WAL into the file"), "{stderr}");
+    let checked = common::run(&db, &["check"], b"");
+    assert!(
+        checked.status.success(),
+        "{}",
+        String::from_utf8_lossy(&checked.stderr)
+    );
+    let export = common::run(&db, &["export"], b"");
+    let text = String::from_utf8_lossy(&export.stdout);
+    let missing: Vec<_> = answered
+        .iter()
+        .filter(|d| !text.contains(&format!("\"{d}\"")))
+        .collect();
+    assert!(missing.is_empty(), "answered but lost: {missing:?}");
+    assert!(!text.contains("\"after\""), "a refused write was kept");
+}
+
 /// `meta-utl-mcp model install --from SOURCE --to DEST`; returns (exit code, stderr).
 fn model_install(from: &Path, to: &Path) -> (Option<i32>, String) {
     let out = Command::new(bin())

@@ -1123,6 +1123,7 @@ fn store(app: &App, version: u32, p: &Parsed) -> Result<ImportReport, ConsoleErr
         report = r;
         next = done;
         if next < items.len() {
+            app.settle_wal()?;
             std::thread::sleep(IMPORT_PAUSE);
         }
     }

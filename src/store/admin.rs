@@ -165,6 +165,7 @@ fn existing_file(path: &DbPath) -> Result<(PathBuf, String), StoreError> {
 /// Closing it never checkpoints a `-wal` that was there before into the file.
 fn open_readonly(real: &Path, shown: &str) -> Result<(Connection, Found), StoreError> {
     open::check_header(real, shown)?;
+    super::companions::refuse_orphaned(real, shown)?;
     let had_wal = open::sidecar(real, "-wal").exists();
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let conn = Connection::open_with_flags(real, flags)

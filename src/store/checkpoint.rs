@@ -46,6 +46,7 @@ use std::time::Duration;
 use parking_lot::{Condvar, Mutex};
 use rusqlite::{Connection, OpenFlags};
 
+use super::companions::Companions;
 use super::health::Health;
 
 /// WAL pages after which a commit wakes the checkpoint thread: SQLite's own default for its
@@ -124,6 +125,7 @@ impl Checkpointer {
         path: &Path,
         sync_dir: bool,
         health: Arc<Health>,
+        companions: Companions,
         busy_timeout: Duration,
     ) -> std::io::Result<Checkpointer> {
         let shared = Arc::new(Shared {
@@ -160,12 +162,25 @@ impl Checkpointer {
                 if sync_dir {
                     sync_directory(&path);
                 }
-                run(&thread_shared, &serving, &path, &health, busy_timeout);
+                run(
+                    &thread_shared,
+                    &serving,
+                    &path,
+                    &health,
+                    &companions,
+                    busy_timeout,
+                );
             })?;
         Ok(Checkpointer {
             shared,
             thread: Some(thread),
         })
+    }
+
+    /// Pages in the WAL after the serving connection's last commit (every process's pages:
+    /// the WAL's size then, not what this process wrote).
+    pub(super) fn wal_pages(&self) -> u32 {
+        self.shared.state.lock().wal_pages
     }
 
     /// Stop the thread and wait for it (a checkpoint under way finishes first).
@@ -192,6 +207,7 @@ fn run(
     serving: &Mutex<Connection>,
     path: &Path,
     health: &Health,
+    companions: &Companions,
     busy_timeout: Duration,
 ) {
     let mut conn: Option<Connection> = None;
@@ -224,8 +240,12 @@ fn run(
                 break;
             }
         }
-        // Damaged, or still being checked: write nothing into the file.
-        if health.damage().is_some() || health.writable(Duration::ZERO).is_err() {
+        // Damaged, still being checked, or its -wal or -shm deleted (the store's close
+        // decides what to do with the WAL then): write nothing into the file.
+        if health.damage().is_some()
+            || health.writable(Duration::ZERO).is_err()
+            || companions.check().is_err()
+        {
             seen = shared.state.lock().wal_pages;
             continue;
         }
@@ -384,7 +404,13 @@ fn checkpoint(
         }
     }
     if log > i64::from(WAL_BOUND_PAGES) {
-        if busy == 0 && done >= log {
+        // Pages another process appended since this one last committed: holding this
+        // process's connection would not stop that writer, only make this process's writes
+        // wait for the copy of everything it wrote (an `import` beside a server: 609 ms).
+        // A bulk writer in another process keeps the WAL in check itself (`Store::settle_wal`).
+        let committed = i64::from(shared.state.lock().wal_pages);
+        let others_write = log > committed + CATCH_UP_PAGES;
+        if busy == 0 && done >= log && !others_write {
             // The passes could not get within CATCH_UP_PAGES of a busy writer (a loaded
             // host): catch up with whatever is left, holding the serving connection.
             let serving = serving.lock();

@@ -3,7 +3,17 @@
 //! server lost answered writes and destroyed the file. A server records their inodes once open
 //! and checks them (two `stat` calls) before each write transaction; when either was unlinked
 //! or replaced it refuses to write, with an error saying what happened and what to do.
+//!
+//! Two more guards close the rest of that failure. A process about to open the file refuses
+//! when another process holds it open (SQLite's `SHARED` lock, which a WAL-mode connection
+//! keeps while open) but its `-wal` or `-shm` is missing: opening would start a new WAL beside
+//! the other process's deleted one ([`refuse_orphaned`]). And a server whose companions were
+//! deleted, as it closes, locks every other process out of the file and copies its deleted WAL
+//! into it, so that the writes it answered are kept ([`lock_out_others`]); when another
+//! process has the file open it cannot, and it closes without writing into the file.
 
+use std::fs::File;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use super::StoreError;
@@ -12,7 +22,9 @@ use super::StoreError;
 type FileId = (u64, u64);
 
 /// The companions of one database file and their identities when the server opened it.
+#[derive(Clone)]
 pub(crate) struct Companions {
+    real: PathBuf,
     shown: String,
     files: Vec<(PathBuf, FileId)>,
 }
@@ -38,6 +50,7 @@ impl Companions {
             .filter_map(|p| file_id(&p).map(|id| (p, id)))
             .collect();
         Companions {
+            real: real.to_path_buf(),
             shown: shown.to_string(),
             files,
         }
@@ -62,4 +75,130 @@ impl Companions {
         }
         Ok(())
     }
+}
+
+/// First byte of the range SQLite's unix VFS locks for a `SHARED` lock on a database file:
+/// `PENDING_BYTE` (0x40000000) + 2 (`os_unix.c`, `SHARED_FIRST`).
+const SHARED_FIRST: i64 = 0x4000_0002;
+
+/// Bytes in that range (`SHARED_SIZE`).
+const SHARED_SIZE: i64 = 510;
+
+/// Tries of [`refuse_orphaned`] before it believes what it sees (another process may be
+/// between taking its lock and creating the companions), and the wait between them.
+const ORPHAN_TRIES: u32 = 3;
+const ORPHAN_WAIT: std::time::Duration = std::time::Duration::from_millis(20);
+
+impl Companions {
+    /// The database file, as shown to users.
+    pub(crate) fn shown(&self) -> &str {
+        &self.shown
+    }
+
+    /// When a companion is gone or replaced: lock every other process out of the database
+    /// file ([`lock_out_others`]), so that this process may copy its own, deleted WAL into
+    /// the file. `None` when another process has the file open (then nothing may be written
+    /// into it), or the companions are in place.
+    pub(crate) fn lock_out_others_if_gone(&self) -> Option<Result<Exclusive, u32>> {
+        self.check().err()?;
+        Some(lock_out_others(&self.real))
+    }
+}
+
+/// A write lock on the database file's whole `SHARED` range, held by this process: no other
+/// process can open the file (SQLite's open waits for its `SHARED` lock) until it is dropped.
+/// Drop it only after this process's connections to the file are closed: closing any
+/// descriptor of a file releases all of a process's POSIX locks on it.
+pub(crate) struct Exclusive(#[allow(dead_code)] File);
+
+/// The `struct flock` for SQLite's `SHARED` range.
+#[cfg(unix)]
+fn shared_range(kind: libc::c_short) -> libc::flock {
+    // SAFETY: `flock` is plain data; every field this uses is set below.
+    let mut f: libc::flock = unsafe { std::mem::zeroed() };
+    f.l_type = kind;
+    f.l_whence = libc::SEEK_SET as libc::c_short;
+    f.l_start = SHARED_FIRST;
+    f.l_len = SHARED_SIZE;
+    f
+}
+
+/// Take [`Exclusive`] without waiting; `Err(pid)` names a process that holds a lock there.
+#[cfg(unix)]
+pub(crate) fn lock_out_others(real: &Path) -> Result<Exclusive, u32> {
+    use std::os::fd::AsRawFd;
+    let file = File::options()
+        .read(true)
+        .write(true)
+        .open(real)
+        .map_err(|_| 0u32)?;
+    let mut f = shared_range(libc::F_WRLCK as libc::c_short);
+    // SAFETY: a valid descriptor and a valid `flock`.
+    if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETLK, &mut f) } == 0 {
+        return Ok(Exclusive(file));
+    }
+    Err(holder(&file).unwrap_or(0))
+}
+
+#[cfg(not(unix))]
+pub(crate) fn lock_out_others(_: &Path) -> Result<Exclusive, u32> {
+    Err(0)
+}
+
+/// The process, other than this one, that holds a lock in the `SHARED` range of `file`.
+#[cfg(unix)]
+fn holder(file: &File) -> Option<u32> {
+    use std::os::fd::AsRawFd;
+    let mut f = shared_range(libc::F_WRLCK as libc::c_short);
+    // SAFETY: a valid descriptor and a valid `flock`.
+    if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GETLK, &mut f) } != 0 {
+        return None;
+    }
+    (f.l_type != libc::F_UNLCK as libc::c_short).then(|| u32::try_from(f.l_pid).unwrap_or(0))
+}
+
+#[cfg(not(unix))]
+fn holder(_: &File) -> Option<u32> {
+    None
+}
+
+/// Whether the file's header says WAL mode (bytes 18 and 19 are 2: "write and read format
+/// versions", sqlite.org/fileformat.html §1.3.3).
+fn header_says_wal(file: &mut File) -> bool {
+    let mut header = [0u8; 20];
+    file.read_exact(&mut header).is_ok() && header[18] == 2 && header[19] == 2
+}
+
+/// Refuse to open `real` when another process holds it open in WAL mode but its `-wal` or
+/// `-shm` is missing: they were deleted under that process, whose committed writes may live
+/// only in its deleted WAL; opening would start another WAL beside it, and the file would be
+/// damaged or those writes lost.
+///
+/// # Errors
+/// [`StoreError::Orphaned`] naming the process and the missing file.
+pub(crate) fn refuse_orphaned(real: &Path, shown: &str) -> Result<(), StoreError> {
+    for attempt in 1..=ORPHAN_TRIES {
+        let Ok(mut file) = File::open(real) else {
+            return Ok(()); // the caller's own checks say why
+        };
+        let missing = ["-wal", "-shm"]
+            .iter()
+            .map(|s| super::with_suffix(real, s))
+            .find(|p| !p.exists());
+        let (Some(missing), true) = (missing, header_says_wal(&mut file)) else {
+            return Ok(());
+        };
+        let Some(pid) = holder(&file) else {
+            return Ok(());
+        };
+        if attempt == ORPHAN_TRIES {
+            return Err(StoreError::Orphaned {
+                path: shown.to_string(),
+                file: missing.display().to_string(),
+                pid,
+            });
+        }
+        std::thread::sleep(ORPHAN_WAIT);
+    }
+    Ok(())
 }

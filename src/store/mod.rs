@@ -275,9 +275,10 @@ pub enum StoreError {
     #[error(
         "{file} {what} while this server had {path} open; to keep the database from being \
          damaged, this server writes nothing more. Never delete the -wal and -shm files of a \
-         database in use (SQLite removes them when the last connection closes). Stop every \
-         meta-utl-mcp using {path}, then `meta-utl-mcp check --db {path}` says whether it is \
-         healthy; start the servers again"
+         database in use (SQLite removes them when the last connection closes). Stop this \
+         server (as it exits it copies what it wrote into {path} when no other process has it \
+         open, and logs whether it could), then `meta-utl-mcp check --db {path}` says whether \
+         it is healthy; start the servers again"
     )]
     CompanionReplaced {
         /// The database file.
@@ -286,6 +287,23 @@ pub enum StoreError {
         file: String,
         /// "was deleted" or "was replaced by another file".
         what: &'static str,
+    },
+    /// Another process has the database open, but its `-wal` or `-shm` is missing: they
+    /// were deleted under that process ([`companions::refuse_orphaned`]).
+    #[error(
+        "{path} is open in process {pid}, but {file} is missing: it was deleted under that \
+         process, whose latest writes may be only in the deleted file. Opening {path} now \
+         would lose them or damage it, so nothing was opened. Stop process {pid} (a \
+         meta-utl-mcp server copies what it holds into {path} as it exits), then try again. \
+         Never delete the -wal and -shm files of a database in use"
+    )]
+    Orphaned {
+        /// The database file.
+        path: String,
+        /// The missing companion.
+        file: String,
+        /// The process that holds the database open (0 when it could not be learned).
+        pid: u32,
     },
     /// A write came while the background integrity check of a large file was still running,
     /// and waited [`CHECK_WAIT`] for it in vain.
@@ -713,6 +731,23 @@ impl Store {
         match &self.backend {
             StoreBackend::Sqlite(s) => s.batch(f),
             StoreBackend::Postgres(p) => p.batch(f),
+        }
+    }
+
+    /// Let a long maintenance job that writes in many short transactions (an `import`) keep
+    /// the SQLite WAL small: copy every committed page into the database file and have the
+    /// next write, of any process, start the WAL afresh (a `RESTART` checkpoint). Writers of
+    /// other processes wait meanwhile, for the pages written since the last call only.
+    /// Without it the servers' own checkpoints, which never block, fall behind a bulk writer
+    /// and the WAL grows without bound, and a catch-up past its bound holds a server's
+    /// connection for the whole WAL (docs/RELIABILITY.md). Nothing to do on PostgreSQL.
+    ///
+    /// # Errors
+    /// [`StoreError`] when the checkpoint fails.
+    pub fn settle_wal(&self) -> Result<(), StoreError> {
+        match &self.backend {
+            StoreBackend::Sqlite(s) => s.settle_wal(),
+            StoreBackend::Postgres(_) => Ok(()),
         }
     }
 

@@ -132,6 +132,7 @@ pub(super) fn open_file(
         Err(e) => return Err(unwritable(p, &e)),
     }
     check_header(p, shown)?;
+    super::companions::refuse_orphaned(p, shown)?;
     // Refuse a file we may not write before SQLite opens it: SQLite would fall back to
     // read-only and create a `-shm` with the file's mode, which keeps refusing after the user
     // fixes the file's mode. Opening for writing (without truncating) changes nothing.

@@ -3,7 +3,7 @@
 //! numbered [`MIGRATIONS`] keyed by `PRAGMA user_version`, applied at start-up inside one
 //! transaction. The SQL of each family lives in the family's own module (`meta.rs`, …).
 
-use super::companions::Companions;
+use super::companions::{self, Companions};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -34,6 +34,9 @@ pub(crate) struct SqliteStore {
     checkpointer: Option<checkpoint::Checkpointer>,
     /// The file's `-wal` and `-shm` as opened, checked before each write (files only).
     companions: Option<Companions>,
+    /// Held from a close that found the companions deleted until after `conn` has closed
+    /// (fields drop in order): see [`Drop`].
+    lock_out: Mutex<Option<companions::Exclusive>>,
 }
 
 /// The serving connection's busy handler: sleep 1 ms and try again, for up to
@@ -162,8 +165,9 @@ impl SqliteStore {
         let checking = check == open::Check::Background;
         let health = std::sync::Arc::new(health::Health::new(shown.clone(), checking));
         let conn = std::sync::Arc::new(Mutex::new(conn));
-        let checkpointer = match &real {
-            Some(real) => {
+        let companions = real.as_deref().map(|r| Companions::record(r, &shown));
+        let checkpointer = match (&real, &companions) {
+            (Some(real), Some(companions)) => {
                 // On restart after a checkpoint, a WAL file that grew past the bound (one large
                 // transaction) is truncated back to it.
                 {
@@ -177,6 +181,7 @@ impl SqliteStore {
                     real,
                     fresh,
                     health.clone(),
+                    companions.clone(),
                     BUSY_TIMEOUT,
                 )
                 .map_err(|e| StoreError::Unwritable {
@@ -185,9 +190,8 @@ impl SqliteStore {
                 })?;
                 Some(started)
             }
-            None => None,
+            _ => None,
         };
-        let companions = real.as_deref().map(|r| Companions::record(r, &shown));
         if let (true, Some(real)) = (checking, real) {
             spawn_background_check(real, health.clone())?;
         }
@@ -198,6 +202,7 @@ impl SqliteStore {
             health,
             checkpointer,
             companions,
+            lock_out: Mutex::new(None),
         })
     }
 
@@ -411,6 +416,48 @@ impl SqliteStore {
         committed.map(|()| out)
     }
 
+    /// Copy the whole WAL into the database file and have the next write start it afresh
+    /// (`PRAGMA wal_checkpoint(RESTART)`): see [`Store::settle_wal`](super::Store::settle_wal).
+    ///
+    /// # Errors
+    /// [`StoreError`] when the checkpoint fails; `busy` (another process's writer or reader
+    /// held the WAL past [`BUSY_TIMEOUT`]) is not an error, the next call tries again.
+    pub(crate) fn settle_wal(&self) -> Result<(), StoreError> {
+        let Some(checkpointer) = &self.checkpointer else {
+            return Ok(()); // in memory
+        };
+        if checkpointer.wal_pages() < checkpoint::CHECKPOINT_PAGES
+            || self.health.writable(Duration::ZERO).is_err()
+        {
+            // Small enough, or damaged or under the background check (nothing is copied
+            // into the file then).
+            return Ok(());
+        }
+        self.companions_in_place()?;
+        let conn = self.conn.lock();
+        let wal_checkpoint = |mode: &str| {
+            conn.query_row(&format!("PRAGMA wal_checkpoint({mode})"), [], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, i64>(2)?,
+                ))
+            })
+            .map_err(StoreError::from)
+        };
+        // Copy what is there without holding anyone up, then, with the writers held off,
+        // what came meanwhile, so that the next write starts the WAL afresh. Busy (another
+        // checkpoint under way, or a reader of another process) is no failure: the next
+        // call tries again.
+        let (busy, log, done) = wal_checkpoint("PASSIVE")?;
+        tracing::debug!(busy, log, done, "passive WAL checkpoint between steps");
+        if busy == 0 {
+            let (busy, log, done) = wal_checkpoint("RESTART")?;
+            tracing::debug!(busy, log, done, "restarting WAL checkpoint between steps");
+        }
+        Ok(())
+    }
+
     /// Delete meta-learning events older than `days` days, or defer that to the background
     /// integrity check while it runs (then 0).
     ///
@@ -424,12 +471,72 @@ impl SqliteStore {
     }
 }
 
+impl SqliteStore {
+    /// At close, when the `-wal` or `-shm` was deleted under this server: with every other
+    /// process locked out of the file (`gone` is `Ok`), copy the deleted WAL, which may hold
+    /// writes this server answered, into the file; otherwise (another process has the file
+    /// open, or the copy fails) close without writing into it, and say what is lost.
+    fn save_deleted_wal(&self, gone: Result<companions::Exclusive, u32>) {
+        let conn = self.conn.lock();
+        let shown = self.companions.as_ref().map_or("", Companions::shown);
+        match gone {
+            Ok(lock) => {
+                let copied = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+                    Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(2)?))
+                });
+                *self.lock_out.lock() = Some(lock);
+                match copied {
+                    Ok((0, pages)) => tracing::warn!(
+                        database = %shown,
+                        pages,
+                        "the -wal or -shm was deleted under this server: copied its WAL into the \
+                         file before closing, so the writes it answered are kept"
+                    ),
+                    outcome => {
+                        let _ = conn.set_db_config(
+                            rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
+                            true,
+                        );
+                        tracing::error!(
+                            database = %shown,
+                            ?outcome,
+                            "the -wal or -shm was deleted under this server and its WAL could \
+                             not be copied into the file: writes since the last checkpoint are \
+                             lost"
+                        );
+                    }
+                }
+            }
+            Err(pid) => {
+                let _ = conn.set_db_config(
+                    rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
+                    true,
+                );
+                tracing::error!(
+                    database = %shown,
+                    pid,
+                    "the -wal or -shm was deleted under this server and another process has the \
+                     file open: nothing is written into it, and writes since the last \
+                     checkpoint are lost"
+                );
+            }
+        }
+    }
+}
+
 impl Drop for SqliteStore {
     fn drop(&mut self) {
         // The checkpoint thread's connection closes first, so that this one is the last and
         // checkpoints (and removes the WAL) as it closes.
         if let Some(c) = &mut self.checkpointer {
             c.stop();
+        }
+        if let Some(gone) = self
+            .companions
+            .as_ref()
+            .and_then(Companions::lock_out_others_if_gone)
+        {
+            self.save_deleted_wal(gone);
         }
         if self.health.damage().is_some() {
             // Closing the last connection would checkpoint the WAL into the damaged file.

@@ -439,6 +439,14 @@ impl App {
         result
     }
 
+    /// Keep the WAL small between the steps of a long maintenance job ([`Store::settle_wal`]).
+    ///
+    /// # Errors
+    /// The store's failure, as a [`ToolError`].
+    pub fn settle_wal(&self) -> Result<(), ToolError> {
+        Ok(self.core()?.store.settle_wal()?)
+    }
+
     /// Run `f`, which calls write tools, as one group commit ([`Store::batch`]): every call
     /// keeps its own success or failure, and all their changes reach the disk in one commit.
     ///

@@ -512,6 +512,11 @@ impl Server {
         (status, rest, stderr)
     }
 
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Stop this server (EOF) and start a new one on the same database.
     pub fn restart(mut self) -> Server {
         let dir = self._owned.take();
