@@ -7,8 +7,10 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::{Server, bin, demo, failure};
+use common::{Backend, Server, bin, demo, failure};
 use serde_json::{Value, json};
+
+common::both_backends!(a_write_retried_with_its_request_key_is_stored_once);
 
 /// Run `meta-utl-mcp --db DB ARGS…` with `stdin`; returns the output.
 fn console_with(db: &Path, args: &[&str], stdin: &[u8]) -> Output {
@@ -883,4 +885,53 @@ fn a_storage_error_names_the_file_and_the_fix() {
     );
     drop(s);
     drop(owned);
+}
+
+/// A write that carries a `request_key`, sent again with the same key and arguments (an agent
+/// retrying after a lost answer, or after "whether it was kept could not be learned"), answers
+/// the first call's answer and stores nothing twice, also after a restart; the same key with
+/// other arguments is refused naming `request_key`; without a key, a retry writes again.
+fn a_write_retried_with_its_request_key_is_stored_once(backend: Backend) {
+    let mut s = Server::start_on(backend);
+    let directive = json!({"description": "pin serde", "intervention_type": "FEEDBACK",
+                           "task_id": "T-1", "request_key": "retry-1"});
+    let first = s.tool_ok("record_directive", directive.clone());
+    let again = s.tool_ok("record_directive", directive.clone());
+    assert_eq!(first, again, "a retry got another answer");
+    let observations = json!({"observations": [
+        {"embedder_id": 1, "confidence": 0.8, "correct": true},
+        {"embedder_id": 1, "confidence": 0.3, "correct": false}],
+        "request_key": "batch-7"});
+    let recorded = s.tool_ok("record_calibration_observations", observations.clone());
+    // The same key names a call per tool: no clash with record_directive's.
+    let mut s = s.restart();
+    assert_eq!(s.tool_ok("record_directive", directive.clone()), first);
+    assert_eq!(
+        s.tool_ok("record_calibration_observations", observations.clone()),
+        recorded
+    );
+    let history = s.tool_ok("list_directive_history", json!({"task_id": "T-1"}));
+    assert_eq!(history["total_count"], 1, "{history}");
+    let metrics = s.tool_ok("get_calibration_metrics", json!({}));
+    assert_eq!(metrics["observation_count"], 2, "{metrics}");
+    // The same key with other arguments: refused, naming the field; nothing stored.
+    let mut other = directive.clone();
+    other["description"] = json!("pin tokio");
+    let (_, message) = s.tool_err("record_directive", other);
+    assert!(
+        message.contains("request_key") && message.contains("other arguments"),
+        "{message}"
+    );
+    // Without a key a retry writes again, as before.
+    let mut plain = directive.clone();
+    plain.as_object_mut().unwrap().remove("request_key");
+    s.tool_ok("record_directive", plain.clone());
+    s.tool_ok("record_directive", plain);
+    let history = s.tool_ok("list_directive_history", json!({"task_id": "T-1"}));
+    assert_eq!(history["total_count"], 3, "{history}");
+    // A blank key is refused like any blank text.
+    let mut blank = directive;
+    blank["request_key"] = json!("  ");
+    let (_, message) = s.tool_err("record_directive", blank);
+    assert!(message.contains("request_key"), "{message}");
 }

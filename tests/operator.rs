@@ -447,15 +447,15 @@ fn unique_prefixes_lift_and_restore(backend: Backend) {
     // One schema vocabulary: the backend is named with its own version.
     let status = json_of(&db, &["status", "--json"]);
     let (name, version) = match backend {
-        Backend::Sqlite => ("sqlite", 12),
-        Backend::Postgres => ("postgresql", 1),
+        Backend::Sqlite => ("sqlite", 13),
+        Backend::Postgres => ("postgresql", 2),
     };
     assert_eq!(status["backend"], name);
     assert_eq!(status["schema_version"], version);
     let text = ok(&db, &["status"]);
     let shown = match backend {
-        Backend::Sqlite => "SQLite schema version 12",
-        Backend::Postgres => "PostgreSQL schema version 1",
+        Backend::Sqlite => "SQLite schema version 13",
+        Backend::Postgres => "PostgreSQL schema version 2",
     };
     assert!(text.contains(shown), "{text}");
 }

@@ -27,6 +27,7 @@ pub mod lessons;
 pub mod meta;
 mod open;
 pub mod pg;
+pub mod request_keys;
 mod sqlite;
 pub mod vertices;
 
@@ -93,6 +94,7 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         data: Some(directives::fill_task_keys),
     },
     Migration::sql(lesson_vectors::MIGRATION_VECTORS),
+    Migration::sql(request_keys::MIGRATION),
 ];
 
 /// One schema step: SQL, then optionally a data step in Rust (for conversions SQL cannot

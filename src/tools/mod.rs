@@ -26,7 +26,7 @@ use serde_json::{Value, json};
 
 use crate::semantic::Semantic;
 use crate::service::{Family, MetaLearningService};
-use crate::store::{Db, StoreError};
+use crate::store::{Db, StoreError, request_keys};
 pub use app::{App, CallError, ToolReply};
 pub use registry::{Profile, ToolFamily, find, registry};
 
@@ -173,6 +173,15 @@ pub trait WriteTool: ToolDef {
     /// # Errors
     /// As [`ReadTool::run`]; the transaction then rolls back.
     fn run(ctx: &mut WriteCtx<'_>, input: Self::Input) -> Result<Answer<Self::Output>, ToolError>;
+
+    /// The call's `request_key`, for tools whose input has one: a retry with the same key and
+    /// arguments answers the first call's answer and writes nothing ([`request_keys`]).
+    /// Default: none.
+    ///
+    /// [`request_keys`]: crate::store::request_keys
+    fn request_key(_input: &Self::Input) -> Option<&str> {
+        None
+    }
 }
 
 /// A handler's answer: the output and whether it reports a tool-level failure (`isError`, for
@@ -221,8 +230,69 @@ fn read_handler<T: ReadTool>(ctx: &ReadCtx<'_>, args: &Value) -> ToolResult {
 
 fn write_handler<T: WriteTool>(ctx: &mut WriteCtx<'_>, args: &Value) -> ToolResult {
     let input = wire::parse::<T::Input>(args)?;
-    T::run(ctx, input).and_then(encode)
+    keyed::<T>(ctx, args, input, |ctx, input| {
+        T::run(ctx, input).and_then(encode)
+    })
 }
+
+/// Run a write tool's handler `run` on `input`, inside the write's transaction, honouring its
+/// `request_key` ([`WriteTool::request_key`]): the first successful answer under a key is
+/// stored with the write; a later call with the key and the same arguments gets that answer
+/// and runs nothing; the key with other arguments is refused. A failed answer is not stored,
+/// so a retry of a failure runs again.
+///
+/// # Errors
+/// `run`'s error; [`ToolError::InvalidParams`] for a key reused with other arguments;
+/// [`ToolError::Internal`] when the store fails.
+pub(crate) fn keyed<T: WriteTool>(
+    ctx: &mut WriteCtx<'_>,
+    args: &Value,
+    input: T::Input,
+    run: impl FnOnce(&mut WriteCtx<'_>, T::Input) -> ToolResult,
+) -> ToolResult {
+    let Some(key) = T::request_key(&input).map(str::to_owned) else {
+        return run(ctx, input);
+    };
+    // The arguments as canonical JSON (serde_json's map keeps keys sorted), without the key.
+    let mut rest = args.as_object().cloned().unwrap_or_default();
+    rest.remove(REQUEST_KEY);
+    let arguments = Value::Object(rest).to_string();
+    if let Some(first) = request_keys::find(ctx.db, T::NAME, &key)? {
+        if first.arguments != arguments {
+            return Err(ToolError::InvalidParams(format!(
+                "{REQUEST_KEY}: {} was used by an earlier {} call with other arguments; a new \
+                 write needs a new key",
+                wire::clipped(&key),
+                T::NAME
+            )));
+        }
+        let answer: Value = serde_json::from_str(&first.answer)
+            .map_err(|e| ToolError::Internal(format!("a stored answer is unreadable: {e}")))?;
+        return Ok(Outcome::Ok(answer));
+    }
+    let outcome = run(ctx, input)?;
+    if let Outcome::Ok(answer) = &outcome {
+        let recorded = request_keys::Recorded {
+            arguments,
+            answer: answer.to_string(),
+        };
+        request_keys::insert(ctx.db, T::NAME, &key, &recorded, ctx.now.timestamp_micros())?;
+    }
+    Ok(outcome)
+}
+
+/// The longest `request_key`, in characters.
+pub const MAX_REQUEST_KEY_CHARS: usize = 128;
+
+/// A `request_key` argument: 1 to [`MAX_REQUEST_KEY_CHARS`] characters, not blank.
+pub type RequestKey = wire::NonBlank<MAX_REQUEST_KEY_CHARS>;
+
+/// The schema description of a `request_key`.
+pub const REQUEST_KEY_DESCRIPTION: &str =
+    "Retry-safe id: resend it to get the first answer back, stored once.";
+
+/// The argument that makes a write retry-safe ([`WriteTool::request_key`]).
+pub const REQUEST_KEY: &str = "request_key";
 
 /// One tool: its wire description and its handler.
 pub struct Tool {

@@ -66,7 +66,7 @@ pub const RECONNECT_MAX: Duration = Duration::from_secs(5);
 
 /// PostgreSQL schema migrations in order: entry `i` moves `meta_utl.schema_version` from `i`
 /// to `i + 1`. Append new entries at the end; never edit one that has shipped.
-const MIGRATIONS: &[&str] = &[include_str!("schema.sql")];
+const MIGRATIONS: &[&str] = &[include_str!("schema.sql"), include_str!("request_keys.sql")];
 
 /// The PostgreSQL schema version this binary writes.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

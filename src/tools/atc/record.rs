@@ -17,7 +17,10 @@ use crate::service::atc::{Observation, ObservationFilter};
 use crate::service::vocab::{Domain, NUM_EMBEDDERS};
 use crate::store::atc as atc_store;
 use crate::tools::wire::{Num, OneOf, Timestamp, UnitInterval, Validate, rfc3339};
-use crate::tools::{Annotations, Answer, ToolDef, ToolError, WriteCtx, WriteTool};
+use crate::tools::{
+    Annotations, Answer, REQUEST_KEY_DESCRIPTION, RequestKey, ToolDef, ToolError, WriteCtx,
+    WriteTool,
+};
 
 /// Most observations accepted in one call.
 pub const MAX_OBSERVATIONS_PER_CALL: usize = 10_000;
@@ -35,6 +38,9 @@ pub struct RecordCalibrationObservations;
 pub struct RecordInput {
     /// One per result whose outcome you learned.
     pub observations: Items<ObservationInput, 1, MAX_OBSERVATIONS_PER_CALL>,
+    /// See [`REQUEST_KEY_DESCRIPTION`].
+    #[schemars(description = REQUEST_KEY_DESCRIPTION)]
+    pub request_key: Option<RequestKey>,
 }
 
 impl Validate for RecordInput {}
@@ -124,6 +130,10 @@ impl ToolDef for RecordCalibrationObservations {
 
 impl WriteTool for RecordCalibrationObservations {
     const FAMILIES: &'static [Family] = &[Family::Atc];
+
+    fn request_key(input: &RecordInput) -> Option<&str> {
+        input.request_key.as_ref().map(|k| k.0.as_str())
+    }
 
     fn run(ctx: &mut WriteCtx<'_>, input: RecordInput) -> Result<Answer<RecordAnswer>, ToolError> {
         let latest = ctx.now + chrono::Duration::seconds(MAX_CLOCK_SKEW_SECONDS);

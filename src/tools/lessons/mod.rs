@@ -163,9 +163,13 @@ where
     T::Output: Structured,
 {
     let db = ctx.db;
-    let answer = wire::parse::<T::Input>(args)
-        .and_then(|input| lesson_store::atomically(db, || T::run(ctx, input)));
-    encode(T::NAME, answer)
+    let input = match wire::parse::<T::Input>(args) {
+        Ok(input) => input,
+        Err(e) => return encode::<T::Output>(T::NAME, Err(e)),
+    };
+    crate::tools::keyed::<T>(ctx, args, input, |ctx, input| {
+        encode(T::NAME, lesson_store::atomically(db, || T::run(ctx, input)))
+    })
 }
 
 /// The family's one mapping from errors to structured failures, then to the handler's result.

@@ -9,7 +9,10 @@ use crate::service::Family;
 use crate::service::lessons::{DEFAULT_ACTOR, MAX_DESCRIPTION_CHARS, MAX_ID_CHARS};
 use crate::store::directives::{self, Directive, InterventionType};
 use crate::tools::wire::{NonBlank, OneOf, Validate, WireUuid};
-use crate::tools::{Annotations, Answer, ToolDef, ToolError, WriteCtx, WriteTool};
+use crate::tools::{
+    Annotations, Answer, REQUEST_KEY_DESCRIPTION, RequestKey, ToolDef, ToolError, WriteCtx,
+    WriteTool,
+};
 
 /// `record_directive`.
 pub struct RecordDirective;
@@ -27,6 +30,9 @@ pub struct RecordInput {
     /// Who intervened (default: the person you work with).
     #[schemars(extend("default" = DEFAULT_ACTOR))]
     pub actor: Option<NonBlank<MAX_ID_CHARS>>,
+    /// See [`REQUEST_KEY_DESCRIPTION`].
+    #[schemars(description = REQUEST_KEY_DESCRIPTION)]
+    pub request_key: Option<RequestKey>,
 }
 
 impl Validate for RecordInput {}
@@ -73,6 +79,10 @@ impl ToolDef for RecordDirective {
 
 impl WriteTool for RecordDirective {
     const FAMILIES: &'static [Family] = &[];
+
+    fn request_key(input: &RecordInput) -> Option<&str> {
+        input.request_key.as_ref().map(|k| k.0.as_str())
+    }
 
     fn run(ctx: &mut WriteCtx<'_>, input: RecordInput) -> Result<Answer<RecordAnswer>, ToolError> {
         let d = Directive::new(

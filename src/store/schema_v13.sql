@@ -190,3 +190,12 @@ CREATE UNIQUE INDEX lessons_task_key_strategy ON lessons (task_key, normalised_s
 CREATE INDEX lessons_active_by_key ON lessons (task_key, is_active, seq);
 CREATE INDEX directive_history_task_key ON directive_history (task_key, created_us);
 CREATE INDEX lessons_embedding_rev ON lessons (embedding_rev) WHERE embedding_rev IS NOT NULL;
+CREATE TABLE request_keys (
+    tool         TEXT    NOT NULL,
+    request_key  TEXT    NOT NULL,
+    arguments    TEXT    NOT NULL,
+    answer       TEXT    NOT NULL,
+    created_us   INTEGER NOT NULL,
+    PRIMARY KEY (tool, request_key)
+) STRICT;
+CREATE INDEX request_keys_created ON request_keys (created_us);
