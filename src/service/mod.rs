@@ -8,6 +8,7 @@ pub mod epistemic;
 pub mod gp;
 pub mod lessons;
 pub mod meta;
+pub mod redact;
 pub mod vocab;
 
 /// A family of state that the service caches in memory and other processes may change; each
