@@ -170,13 +170,13 @@ pub fn redact(text: &str) -> Redacted<'_> {
                 _ => marker(kind),
             }
         });
-        if let Cow::Owned(s) = replaced {
-            if s != *out {
-                if !kinds.contains(kind) {
-                    kinds.push(*kind);
-                }
-                out = Cow::Owned(s);
+        if let Cow::Owned(s) = replaced
+            && s != *out
+        {
+            if !kinds.contains(kind) {
+                kinds.push(*kind);
             }
+            out = Cow::Owned(s);
         }
     }
     Redacted { text: out, kinds }
@@ -196,22 +196,70 @@ mod tests {
             "GITHUB_TOKEN=github_pat_11ABCDEFG0123456789abc_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456",
             &["github-token"],
         ),
-        ("curl --header 'PRIVATE-TOKEN: glpat-abcdefghij0123456789'", &["gitlab-token"]),
-        ("slack said invalid_auth for xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx", &["slack-token"]),
-        ("posting to https://hooks.slack.com/services/T0123ABCD/B0123ABCD/aBcDeFgHiJkLmNoPqRsTuVwX timed out", &["slack-webhook"]),
-        ("stripe.error.AuthenticationError: sk_live_51Habcdefghijklmnopqrstuv", &["stripe-key"]),
-        ("ANTHROPIC_API_KEY=sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJ_-abcdefAA", &["anthropic-key"]),
-        ("openai.AuthenticationError: Incorrect API key provided: sk-proj-abcdefghijklmnopqrstuvwxyz0123456789", &["openai-key"]),
-        ("old key sk-abcdefghijklmnopqrstT3BlbkFJabcdefghijklmnopqrst rejected", &["openai-key"]),
-        ("The security token included in the request is invalid: AKIAIOSFODNN7EXAMPLE", &["aws-access-key-id"]),
-        ("aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", &["aws-secret-key"]),
-        ("-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA1234\nabcd\n-----END RSA PRIVATE KEY-----\ndone", &["private-key"]),
-        ("key file starts -----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAA", &["private-key"]),
-        ("Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U", &["jwt"]),
-        ("curl -H 'Authorization: Bearer 8f14e45fceea167a5a36dedd4bea2543aa' https://api.acme.dev", &["bearer-token"]),
-        ("DATABASE_URL=postgres://app:s3cr3t-Pa55@db.internal:5432/shop", &["url-password"]),
-        ("connect with password=hunter2hunter2 to the replica", &["secret-assignment"]),
-        (r#"{"api_key": "0123456789abcdef0123"}"#, &["secret-assignment"]),
+        (
+            "curl --header 'PRIVATE-TOKEN: glpat-abcdefghij0123456789'",
+            &["gitlab-token"],
+        ),
+        (
+            "slack said invalid_auth for xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx",
+            &["slack-token"],
+        ),
+        (
+            "posting to https://hooks.slack.com/services/T0123ABCD/B0123ABCD/aBcDeFgHiJkLmNoPqRsTuVwX timed out",
+            &["slack-webhook"],
+        ),
+        (
+            "stripe.error.AuthenticationError: sk_live_51Habcdefghijklmnopqrstuv",
+            &["stripe-key"],
+        ),
+        (
+            "ANTHROPIC_API_KEY=sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJ_-abcdefAA",
+            &["anthropic-key"],
+        ),
+        (
+            "openai.AuthenticationError: Incorrect API key provided: sk-proj-abcdefghijklmnopqrstuvwxyz0123456789",
+            &["openai-key"],
+        ),
+        (
+            "old key sk-abcdefghijklmnopqrstT3BlbkFJabcdefghijklmnopqrst rejected",
+            &["openai-key"],
+        ),
+        (
+            "The security token included in the request is invalid: AKIAIOSFODNN7EXAMPLE",
+            &["aws-access-key-id"],
+        ),
+        (
+            "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+            &["aws-secret-key"],
+        ),
+        (
+            "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA1234\nabcd\n-----END RSA PRIVATE KEY-----\ndone",
+            &["private-key"],
+        ),
+        (
+            "key file starts -----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAA",
+            &["private-key"],
+        ),
+        (
+            "Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+            &["jwt"],
+        ),
+        (
+            "curl -H 'Authorization: Bearer 8f14e45fceea167a5a36dedd4bea2543aa' https://api.acme.dev",
+            &["bearer-token"],
+        ),
+        (
+            "DATABASE_URL=postgres://app:s3cr3t-Pa55@db.internal:5432/shop",
+            &["url-password"],
+        ),
+        (
+            "connect with password=hunter2hunter2 to the replica",
+            &["secret-assignment"],
+        ),
+        (
+            r#"{"api_key": "0123456789abcdef0123"}"#,
+            &["secret-assignment"],
+        ),
         ("export DB_PASSWORD='Tr0ub4dor&3'", &["secret-assignment"]),
         ("client_secret: 9f8e7d6c5b4a", &["secret-assignment"]),
     ];
