@@ -404,13 +404,7 @@ fn checkpoint(
         }
     }
     if log > i64::from(WAL_BOUND_PAGES) {
-        // Pages another process appended since this one last committed: holding this
-        // process's connection would not stop that writer, only make this process's writes
-        // wait for the copy of everything it wrote (an `import` beside a server: 609 ms).
-        // A bulk writer in another process keeps the WAL in check itself (`Store::settle_wal`).
-        let committed = i64::from(shared.state.lock().wal_pages);
-        let others_write = log > committed + CATCH_UP_PAGES;
-        if busy == 0 && done >= log && !others_write {
+        if busy == 0 && done >= log {
             // The passes could not get within CATCH_UP_PAGES of a busy writer (a loaded
             // host): catch up with whatever is left, holding the serving connection.
             let serving = serving.lock();

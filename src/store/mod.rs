@@ -366,8 +366,9 @@ pub enum StoreError {
     /// [`pg::RESOLVE_WAIT`]). Never answered as "nothing was kept": it may have been.
     #[error(
         "the connection to PostgreSQL at {target} was lost while this call was committing \
-         ({reason}), and whether it was kept could not be learned. Do not simply retry: a call \
-         that was kept would be recorded twice. Check first whether its effect is there (read \
+         ({reason}), and whether it was kept could not be learned. A call that carried a \
+         request_key may be sent again with the same key; otherwise do not simply retry (a call \
+         that was kept would be recorded twice): check first whether its effect is there (read \
          it back), or ask PostgreSQL: SELECT txid_status({xid}) says committed or aborted"
     )]
     CommitUnknown {

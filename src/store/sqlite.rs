@@ -39,6 +39,10 @@ pub(crate) struct SqliteStore {
     lock_out: Mutex<Option<companions::Exclusive>>,
 }
 
+/// How long [`SqliteStore::settle_wal`] tries while another checkpoint or an old snapshot of
+/// another process keeps it from finishing.
+const SETTLE_WAIT: Duration = Duration::from_millis(500);
+
 /// The serving connection's busy handler: sleep 1 ms and try again, for up to
 /// [`BUSY_TIMEOUT`] (`attempts` counts the calls for this wait, from 0).
 fn retry_every_millisecond(attempts: i32) -> bool {
@@ -434,7 +438,10 @@ impl SqliteStore {
             return Ok(());
         }
         self.companions_in_place()?;
-        let conn = self.conn.lock();
+        let mut conn = self.conn.lock();
+        // No busy handler meanwhile: a RESTART that waited for another process's reader would
+        // hold off every writer for as long (up to BUSY_TIMEOUT); the loop below retries.
+        conn.busy_handler(None::<fn(i32) -> bool>)?;
         let wal_checkpoint = |mode: &str| {
             conn.query_row(&format!("PRAGMA wal_checkpoint({mode})"), [], |r| {
                 Ok((
@@ -447,15 +454,28 @@ impl SqliteStore {
         };
         // Copy what is there without holding anyone up, then, with the writers held off,
         // what came meanwhile, so that the next write starts the WAL afresh. Busy (another
-        // checkpoint under way, or a reader of another process) is no failure: the next
-        // call tries again.
-        let (busy, log, done) = wal_checkpoint("PASSIVE")?;
-        tracing::debug!(busy, log, done, "passive WAL checkpoint between steps");
-        if busy == 0 {
-            let (busy, log, done) = wal_checkpoint("RESTART")?;
-            tracing::debug!(busy, log, done, "restarting WAL checkpoint between steps");
-        }
-        Ok(())
+        // checkpoint under way, or another process's reader on an older snapshot): wait and
+        // try again, for up to SETTLE_WAIT, so that the caller cannot outrun the checkpoints.
+        let settled = (|| {
+            let deadline = std::time::Instant::now() + SETTLE_WAIT;
+            loop {
+                let (busy, log, done) = wal_checkpoint("PASSIVE")?;
+                tracing::debug!(busy, log, done, "passive WAL checkpoint between steps");
+                if busy == 0 {
+                    let (busy, log, done) = wal_checkpoint("RESTART")?;
+                    tracing::debug!(busy, log, done, "restarting WAL checkpoint between steps");
+                    if busy == 0 {
+                        return Ok(());
+                    }
+                }
+                if std::time::Instant::now() >= deadline {
+                    return Ok(());
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        })();
+        conn.busy_handler(Some(retry_every_millisecond))?;
+        settled
     }
 
     /// Delete meta-learning events older than `days` days, or defer that to the background
