@@ -183,8 +183,23 @@ pub fn shape_result(era: Era, method: &str, mut result: Value) -> Value {
 
 /// A `tools/call` result as `era` shapes it, encoded to JSON text: [`encode_call_result`] with
 /// the era's [`result_type`].
-pub fn encode_tool_result(era: Era, structured: &Value, is_error: bool) -> Vec<u8> {
-    encode_call_result(structured, is_error, result_type(era))
+pub fn encode_tool_result(
+    era: Era,
+    structured: &Value,
+    is_error: bool,
+    notice: Option<&Notice>,
+) -> Vec<u8> {
+    encode_call_result(structured, is_error, result_type(era), notice)
+}
+
+/// Something the server adds to a tool's answer: a second text block (which a client shows the
+/// model) and the same fact, machine-readable, under the result's `_meta`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Notice {
+    /// The text block.
+    pub text: String,
+    /// The result's `_meta` object.
+    pub meta: Value,
 }
 
 /// A `tools/call` result for invalid arguments (SEP-1303), encoded to JSON text: the message as
@@ -243,13 +258,21 @@ pub fn initialize_result(version: &str, instructions: &str) -> Value {
 
 /// A `tools/call` result: the JSON text block, the same object as `structuredContent`, and
 /// `isError`.
-pub fn call_result(structured: Value, is_error: bool) -> Value {
+pub fn call_result(structured: Value, is_error: bool, notice: Option<&Notice>) -> Value {
     let text = serde_json::to_string(&structured).unwrap_or_else(|_| "{}".to_string());
-    json!({
+    let mut result = json!({
         "content": [{"type": "text", "text": text}],
         "structuredContent": structured,
         "isError": is_error,
-    })
+    });
+    if let Some(n) = notice {
+        result["content"]
+            .as_array_mut()
+            .expect("content is an array")
+            .push(json!({"type": "text", "text": n.text}));
+        result["_meta"] = n.meta.clone();
+    }
+    result
 }
 
 /// The same `tools/call` result as [`call_result`], encoded straight to JSON text, with
@@ -262,13 +285,22 @@ pub fn encode_call_result(
     structured: &Value,
     is_error: bool,
     result_type: Option<&str>,
+    notice: Option<&Notice>,
 ) -> Vec<u8> {
     let text = serde_json::to_string(structured).unwrap_or_else(|_| "{}".to_string());
     let mut out = Vec::with_capacity(2 * text.len() + 128);
     out.extend_from_slice(br#"{"content":[{"type":"text","text":"#);
     // A `str` always encodes; the Vec writer cannot fail.
     let _ = serde_json::to_writer(&mut out, text.as_str());
-    out.extend_from_slice(br#"}],"isError":"#);
+    if let Some(n) = notice {
+        out.extend_from_slice(br#"},{"type":"text","text":"#);
+        let _ = serde_json::to_writer(&mut out, n.text.as_str());
+        out.extend_from_slice(br#"}],"_meta":"#);
+        let _ = serde_json::to_writer(&mut out, &n.meta);
+        out.extend_from_slice(br#","isError":"#);
+    } else {
+        out.extend_from_slice(br#"}],"isError":"#);
+    }
     out.extend_from_slice(if is_error { b"true" } else { b"false" });
     if let Some(rt) = result_type {
         out.extend_from_slice(br#","resultType":"#);
@@ -359,20 +391,27 @@ mod tests {
     fn encoded_call_result_equals_the_value_form() {
         let structured = json!({"a": 1.5, "s": "quote \" and \\ and \u{1F600} and \n", "n": null,
                                 "nested": {"list": [1, 2.25, -3e-7]}});
-        for is_error in [false, true] {
-            let bytes = encode_call_result(&structured, is_error, None);
+        let notice = Notice {
+            text: "a \"notice\"".into(),
+            meta: json!({"x/y": [{"field": "a", "kind": "k"}]}),
+        };
+        for (is_error, notice) in [(false, None), (true, None), (false, Some(&notice))] {
+            let bytes = encode_call_result(&structured, is_error, None, notice);
             let got: Value = serde_json::from_slice(&bytes).unwrap();
-            assert_eq!(got, call_result(structured.clone(), is_error));
-            let bytes = encode_call_result(&structured, is_error, Some("complete"));
-            let mut want = call_result(structured.clone(), is_error);
+            assert_eq!(got, call_result(structured.clone(), is_error, notice));
+            let bytes = encode_call_result(&structured, is_error, Some("complete"), notice);
+            let mut want = call_result(structured.clone(), is_error, notice);
             want["resultType"] = json!("complete");
             assert_eq!(serde_json::from_slice::<Value>(&bytes).unwrap(), want);
         }
+        let with = call_result(structured.clone(), false, Some(&notice));
+        assert_eq!(with["content"][1]["text"], "a \"notice\"");
+        assert_eq!(with["_meta"], notice.meta);
     }
 
     #[test]
     fn call_result_text_equals_structured_content() {
-        let v = call_result(json!({"a": 1.5}), false);
+        let v = call_result(json!({"a": 1.5}), false, None);
         let text = v["content"][0]["text"].as_str().unwrap();
         assert_eq!(
             serde_json::from_str::<Value>(text).unwrap(),

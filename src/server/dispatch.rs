@@ -239,7 +239,9 @@ fn handle(app: &App, id: &Id, method: &str, params: &Value) -> Result<Vec<u8>, R
     let era = mcp::era_of(params).map_err(|requested| mcp::unsupported_version(&requested))?;
     Ok(match handle_method(app, id, era, method, params)? {
         Reply::Tool(r) => {
-            jsonrpc::success_line(id, &mcp::encode_tool_result(era, &r.structured, r.is_error))
+            let notice = r.notice();
+            let encoded = mcp::encode_tool_result(era, &r.structured, r.is_error, notice.as_ref());
+            jsonrpc::success_line(id, &encoded)
         }
         Reply::ArgumentError {
             message,

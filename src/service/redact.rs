@@ -142,6 +142,17 @@ pub struct Redacted<'a> {
     pub kinds: Vec<&'static str>,
 }
 
+/// A value assigned to a secret-sounding name that is a setting, not a secret: a boolean or
+/// null word, or a short number (`manage_master_user_password = true`, `token_ttl: 3600`).
+fn not_a_secret(value: &str) -> bool {
+    const WORDS: [&str; 12] = [
+        "true", "false", "null", "none", "nil", "yes", "no", "on", "off", "required", "optional",
+        "disabled",
+    ];
+    WORDS.iter().any(|w| value.eq_ignore_ascii_case(w))
+        || (value.len() <= 6 && value.bytes().all(|b| b.is_ascii_digit()))
+}
+
 /// The marker that replaces a secret of `kind`.
 pub fn marker(kind: &str) -> String {
     format!("[REDACTED:{kind}]")
@@ -160,6 +171,11 @@ pub fn redact(text: &str) -> Redacted<'_> {
         }
         let replaced = re.replace_all(&out, |c: &Captures<'_>| {
             let whole = c.get(0).expect("group 0 always matches");
+            if *kind == "secret-assignment"
+                && c.get(*group).is_some_and(|v| not_a_secret(v.as_str()))
+            {
+                return whole.as_str().to_string();
+            }
             match c.get(*group) {
                 Some(secret) if *group != 0 => {
                     let start = secret.start() - whole.start();
@@ -180,6 +196,88 @@ pub fn redact(text: &str) -> Redacted<'_> {
         }
     }
     Redacted { text: out, kinds }
+}
+
+/// One secret replaced in a call's arguments.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Redaction {
+    /// Where: the argument's path (`root_cause`, `evidence[2]`, `observations[0].domain`).
+    pub field: String,
+    /// The kind of secret (the marker's name).
+    pub kind: &'static str,
+}
+
+/// Redact every string in `value` (a tool call's arguments), object keys excepted. Returns the
+/// redacted copy, or `None` when nothing was replaced, and what was, in document order.
+pub fn redact_value(value: &serde_json::Value) -> (Option<serde_json::Value>, Vec<Redaction>) {
+    fn walk(
+        v: &serde_json::Value,
+        path: &mut String,
+        found: &mut Vec<Redaction>,
+    ) -> Option<serde_json::Value> {
+        use serde_json::Value;
+        match v {
+            Value::String(s) => {
+                let r = redact(s);
+                if r.kinds.is_empty() {
+                    return None;
+                }
+                found.extend(r.kinds.iter().map(|kind| Redaction {
+                    field: path.clone(),
+                    kind,
+                }));
+                Some(Value::String(r.text.into_owned()))
+            }
+            Value::Array(items) => {
+                let mut changed: Option<Vec<Value>> = None;
+                for (i, item) in items.iter().enumerate() {
+                    let len = path.len();
+                    path.push_str(&format!("[{i}]"));
+                    let new = walk(item, path, found);
+                    path.truncate(len);
+                    if let Some(new) = new {
+                        changed.get_or_insert_with(|| items.clone())[i] = new;
+                    }
+                }
+                changed.map(Value::Array)
+            }
+            Value::Object(map) => {
+                let mut changed: Option<serde_json::Map<String, Value>> = None;
+                for (k, item) in map {
+                    let len = path.len();
+                    if !path.is_empty() {
+                        path.push('.');
+                    }
+                    path.push_str(k);
+                    let new = walk(item, path, found);
+                    path.truncate(len);
+                    if let Some(new) = new {
+                        changed
+                            .get_or_insert_with(|| map.clone())
+                            .insert(k.clone(), new);
+                    }
+                }
+                changed.map(Value::Object)
+            }
+            _ => None,
+        }
+    }
+    let mut found = Vec::new();
+    let out = walk(value, &mut String::new(), &mut found);
+    (out, found)
+}
+
+/// The sentence that tells the caller what [`redact_value`] replaced (for the answer's text).
+pub fn notice(redactions: &[Redaction]) -> String {
+    let each: Vec<String> = redactions
+        .iter()
+        .map(|r| format!("{} ({})", r.field, r.kind))
+        .collect();
+    format!(
+        "Secrets were replaced by [REDACTED:kind] markers before anything was stored or shown: \
+         {}. Never put credentials in the memory.",
+        each.join(", ")
+    )
 }
 
 #[cfg(test)]
@@ -277,6 +375,7 @@ mod tests {
         "api_key=<your key here>, secret=*** in the docs",
         "risk-free refactor of the sk-learn pipeline",
         "image ghcr.io/acme/shop:v1.2.3 and AKIA prefix explained",
+        "set manage_master_user_password = true and auth_token_ttl: 3600 in the module",
     ];
 
     #[test]
@@ -307,6 +406,37 @@ mod tests {
             assert!(r.kinds.is_empty(), "{text} -> {} ({:?})", r.text, r.kinds);
             assert!(matches!(r.text, Cow::Borrowed(_)));
         }
+    }
+
+    #[test]
+    fn every_string_of_a_call_is_redacted_with_its_path() {
+        let args = serde_json::json!({
+            "task_id": "T-1",
+            "root_cause": "403 for AKIAIOSFODNN7EXAMPLE",
+            "evidence": ["ok", "password=hunter2hunter2"],
+            "n": 3,
+            "nested": {"url": "https://u:p4ssw0rd@h.example/x"}
+        });
+        let (out, found) = redact_value(&args);
+        let out = out.expect("redacted");
+        assert_eq!(out["task_id"], "T-1");
+        assert_eq!(out["root_cause"], "403 for [REDACTED:aws-access-key-id]");
+        assert_eq!(out["evidence"][0], "ok");
+        assert_eq!(out["n"], 3);
+        let fields: Vec<(&str, &str)> = found.iter().map(|r| (r.field.as_str(), r.kind)).collect();
+        assert_eq!(
+            fields,
+            [
+                ("evidence[1]", "secret-assignment"),
+                ("nested.url", "url-password"),
+                ("root_cause", "aws-access-key-id"),
+            ]
+        );
+        assert!(
+            redact_value(&serde_json::json!({"a": ["b", 1]}))
+                .0
+                .is_none()
+        );
     }
 
     #[test]

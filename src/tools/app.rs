@@ -4,13 +4,14 @@
 
 use chrono::{DateTime, Utc};
 use parking_lot::RwLock;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::registry::{Profile, ToolFamily};
 use super::{Handler, Outcome, ReadCtx, ToolError, ToolResult, WriteCtx, wire};
 use crate::protocol::jsonrpc::RpcError;
 use crate::protocol::mcp;
 use crate::semantic::Semantic;
+use crate::service::redact::{self, Redaction};
 use crate::service::{Family, MetaLearningService};
 use crate::store::{self, Store, StoreError};
 
@@ -50,6 +51,22 @@ pub struct ToolReply {
     pub structured: Value,
     /// `true` for a tool-level failure reported as a result.
     pub is_error: bool,
+    /// The secrets replaced in the call's arguments before the tool saw them (empty: none).
+    pub redacted: Vec<Redaction>,
+}
+
+/// The `_meta` key under which an answer lists the secrets replaced in its call.
+pub const REDACTED_META_KEY: &str = "meta-utl-mcp/redacted";
+
+impl ToolReply {
+    /// What the answer adds about redacted secrets: a sentence for the model and the list under
+    /// [`REDACTED_META_KEY`]; `None` when nothing was redacted.
+    pub fn notice(&self) -> Option<mcp::Notice> {
+        (!self.redacted.is_empty()).then(|| mcp::Notice {
+            text: redact::notice(&self.redacted),
+            meta: json!({ REDACTED_META_KEY: self.redacted }),
+        })
+    }
 }
 
 /// The shared application state: the cached service, the store, the published tool profile
@@ -290,7 +307,10 @@ impl App {
     /// `-32602` for an unknown tool or invalid arguments, `-32603` for internal failures.
     pub fn call_tool(&self, name: &str, arguments: &Value) -> Result<Value, RpcError> {
         self.call(name, arguments)
-            .map(|r| mcp::call_result(r.structured, r.is_error))
+            .map(|r| {
+                let notice = r.notice();
+                mcp::call_result(r.structured, r.is_error, notice.as_ref())
+            })
             .map_err(CallError::into_rpc)
     }
 
@@ -315,6 +335,9 @@ impl App {
             },
             ToolError::Internal(m) => CallError::Rpc(internal(tool.name, self.naming_db(m))),
         };
+        // Secrets never reach a tool, so nothing stores or echoes them (issue 28).
+        let (cleaned, redacted) = redact::redact_value(arguments);
+        let arguments = cleaned.as_ref().unwrap_or(arguments);
         (tool.prepare)(&self.semantic, arguments);
         // The handler reads `arguments` with wire::parse, which refuses anything but an object
         // (or nothing) with a message.
@@ -323,15 +346,14 @@ impl App {
             Handler::Write(f, families) => self.run_write(f, families, arguments),
         }
         .map_err(failed)?;
-        Ok(match outcome {
-            Outcome::Ok(structured) => ToolReply {
-                structured,
-                is_error: false,
-            },
-            Outcome::Failed(structured) => ToolReply {
-                structured,
-                is_error: true,
-            },
+        let (structured, is_error) = match outcome {
+            Outcome::Ok(structured) => (structured, false),
+            Outcome::Failed(structured) => (structured, true),
+        };
+        Ok(ToolReply {
+            structured,
+            is_error,
+            redacted,
         })
     }
 
