@@ -86,3 +86,51 @@ fn a_secret_in_a_lesson_is_replaced_and_reported(backend: Backend) {
     }
     drop(s);
 }
+
+/// An export written elsewhere (or by an older version) that holds a secret is imported as the
+/// tools would have stored it: the secret replaced, and the import says how many were.
+#[test]
+fn an_import_replaces_secrets_as_the_tools_do() {
+    use sha2::{Digest, Sha256};
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("s.db");
+    let (status, _, stderr) = Server::start_at(&db, &[]).finish();
+    assert!(status.success(), "{stderr}");
+    let empty = common::run(&db, &["export"], b"");
+    let header = String::from_utf8_lossy(&empty.stdout)
+        .lines()
+        .next()
+        .unwrap()
+        .to_string()
+        + "\n";
+    let record = json!({"type": "directive", "id": "6f1c1d9e-7a43-4c55-9d0e-3b1b2a4c5d6e",
+        "task_id": "T-9", "intervention_type": "MANUAL_FIX",
+        "description": format!("rotated {GITHUB_TOKEN} after the leak"),
+        "actor": "ops", "created_at": "2026-01-01T00:00:00.000000Z"})
+    .to_string()
+        + "\n";
+    let sha = Sha256::digest(format!("{header}{record}").as_bytes());
+    let hex: String = sha.iter().map(|b| format!("{b:02x}")).collect();
+    let trailer = json!({"type": "trailer", "records": 1, "counts": {"directive": 1},
+                         "sha256": hex});
+    let file = tmp.path().join("in.jsonl");
+    std::fs::write(&file, format!("{header}{record}{trailer}\n")).unwrap();
+    let out = common::run(&db, &["import", file.to_str().unwrap()], b"");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        said.contains("1 secret in the records' text was replaced"),
+        "{said}"
+    );
+    let export = common::run(&db, &["export"], b"");
+    let text = String::from_utf8_lossy(&export.stdout);
+    assert!(
+        text.contains("rotated [REDACTED:github-token] after the leak"),
+        "{text}"
+    );
+    assert!(!text.contains(GITHUB_TOKEN));
+}

@@ -461,6 +461,9 @@ pub struct ImportReport {
     pub events_added: usize,
     /// Events already in the log.
     pub events_skipped: usize,
+    /// Secrets found in the records' text and replaced by `[REDACTED:kind]` markers before
+    /// anything was stored (as the tools do).
+    pub secrets_redacted: usize,
 }
 
 /// The `import --json` object: the counts, and whether the export was whole.
@@ -480,6 +483,8 @@ struct Parsed {
     beliefs: Vec<Belief>,
     observations: Vec<Observation>,
     events: Vec<Event>,
+    /// Secrets replaced in the records' text, as the tools replace them in a call.
+    redacted: usize,
 }
 
 /// How much of an export was read, and whether it is known to be whole.
@@ -582,6 +587,10 @@ fn parse(
                 ),
             ));
         }
+        // What the tools would never have stored: secrets, replaced by their markers.
+        let (cleaned, found) = crate::service::redact::redact_value(&value);
+        p.redacted += found.len();
+        let value = cleaned.unwrap_or(value);
         let record: Record = serde_json::from_value(value).map_err(|e| bad(n, e.to_string()))?;
         *counts.entry(record.kind().to_string()).or_insert(0) += 1;
         records += 1;
@@ -1157,7 +1166,8 @@ pub fn import(
     // Opened (with `--create`, made) only once the file is known good: a refused import never
     // leaves a new empty database behind.
     let app = open()?;
-    let r = store(&app, version, &parsed)?;
+    let mut r = store(&app, version, &parsed)?;
+    r.secrets_redacted = parsed.redacted;
     let records = parsed.lessons.len()
         + parsed.directives.len()
         + parsed.beliefs.len()
@@ -1214,6 +1224,18 @@ pub fn import(
         ))?,
     }
     out.print_table(&t)?;
+    if r.secrets_redacted > 0 {
+        let (what, were) = if r.secrets_redacted == 1 {
+            ("secret", "was")
+        } else {
+            ("secrets", "were")
+        };
+        out.line(&format!(
+            "{} {what} in the records' text {were} replaced by [REDACTED:kind] markers before \
+             anything was stored.",
+            r.secrets_redacted
+        ))?;
+    }
     match nothing {
         Some(why) => out.line(&why),
         None => Ok(()),
