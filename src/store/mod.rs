@@ -738,12 +738,13 @@ impl Store {
     }
 
     /// Let a long maintenance job that writes in many short transactions (an `import`) keep
-    /// the SQLite WAL small: copy every committed page into the database file and have the
-    /// next write, of any process, start the WAL afresh (a `RESTART` checkpoint). Writers of
-    /// other processes wait meanwhile, for the pages written since the last call only.
-    /// Without it the servers' own checkpoints, which never block, fall behind a bulk writer
-    /// and the WAL grows without bound, and a catch-up past its bound holds a server's
-    /// connection for the whole WAL (docs/RELIABILITY.md). Nothing to do on PostgreSQL.
+    /// the SQLite WAL small: between its transactions, once the WAL holds 1,000 pages or more,
+    /// copy every committed page into the database file with `PASSIVE` checkpoints (which
+    /// never hold off a writer), so that the next write of any process starts the WAL afresh;
+    /// the job waits for that, up to 500 ms, instead of outrunning the checkpoints. Without
+    /// it the servers' own checkpoints fall behind a bulk writer, the WAL grows without bound,
+    /// and a server's catch-up past its bound held its connection for 609 ms
+    /// (docs/RELIABILITY.md). Nothing to do on PostgreSQL.
     ///
     /// # Errors
     /// [`StoreError`] when the checkpoint fails.

@@ -420,12 +420,12 @@ impl SqliteStore {
         committed.map(|()| out)
     }
 
-    /// Copy the whole WAL into the database file and have the next write start it afresh
-    /// (`PRAGMA wal_checkpoint(RESTART)`): see [`Store::settle_wal`](super::Store::settle_wal).
+    /// Copy the whole WAL into the database file, so that the next write starts it afresh:
+    /// see [`Store::settle_wal`](super::Store::settle_wal).
     ///
     /// # Errors
-    /// [`StoreError`] when the checkpoint fails; `busy` (another process's writer or reader
-    /// held the WAL past [`BUSY_TIMEOUT`]) is not an error, the next call tries again.
+    /// [`StoreError`] when a checkpoint fails; one that cannot finish within [`SETTLE_WAIT`]
+    /// (another checkpoint, or another process's reader on an old snapshot) is not an error.
     pub(crate) fn settle_wal(&self) -> Result<(), StoreError> {
         let Some(checkpointer) = &self.checkpointer else {
             return Ok(()); // in memory
@@ -439,39 +439,31 @@ impl SqliteStore {
         }
         self.companions_in_place()?;
         let mut conn = self.conn.lock();
-        // No busy handler meanwhile: a RESTART that waited for another process's reader would
-        // hold off every writer for as long (up to BUSY_TIMEOUT); the loop below retries.
+        // No busy handler meanwhile: the loop below retries, and a checkpoint never waits in
+        // SQLite for another process.
         conn.busy_handler(None::<fn(i32) -> bool>)?;
-        let wal_checkpoint = |mode: &str| {
-            conn.query_row(&format!("PRAGMA wal_checkpoint({mode})"), [], |r| {
-                Ok((
-                    r.get::<_, i64>(0)?,
-                    r.get::<_, i64>(1)?,
-                    r.get::<_, i64>(2)?,
-                ))
-            })
-            .map_err(StoreError::from)
-        };
-        // Copy what is there without holding anyone up, then, with the writers held off,
-        // what came meanwhile, so that the next write starts the WAL afresh. Busy (another
-        // checkpoint under way, or another process's reader on an older snapshot): wait and
-        // try again, for up to SETTLE_WAIT, so that the caller cannot outrun the checkpoints.
+        // PASSIVE checkpoints only: they never hold off a writer. Once one has copied every
+        // page of the WAL (a server's write meanwhile leaves a few, which the next pass copies
+        // in a moment), the next write of any process starts the WAL afresh. Busy (another
+        // checkpoint under way): try again. For up to SETTLE_WAIT, so that the caller cannot
+        // outrun the checkpoints; then it goes on, and the next call tries again.
         let settled = (|| {
             let deadline = std::time::Instant::now() + SETTLE_WAIT;
             loop {
-                let (busy, log, done) = wal_checkpoint("PASSIVE")?;
+                let (busy, log, done) = conn
+                    .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| {
+                        Ok((
+                            r.get::<_, i64>(0)?,
+                            r.get::<_, i64>(1)?,
+                            r.get::<_, i64>(2)?,
+                        ))
+                    })
+                    .map_err(StoreError::from)?;
                 tracing::debug!(busy, log, done, "passive WAL checkpoint between steps");
-                if busy == 0 {
-                    let (busy, log, done) = wal_checkpoint("RESTART")?;
-                    tracing::debug!(busy, log, done, "restarting WAL checkpoint between steps");
-                    if busy == 0 {
-                        return Ok(());
-                    }
-                }
-                if std::time::Instant::now() >= deadline {
+                if (busy == 0 && done >= log) || std::time::Instant::now() >= deadline {
                     return Ok(());
                 }
-                std::thread::sleep(Duration::from_millis(5));
+                std::thread::sleep(Duration::from_millis(2));
             }
         })();
         conn.busy_handler(Some(retry_every_millisecond))?;
