@@ -588,7 +588,7 @@ fn parse(
             ));
         }
         // What the tools would never have stored: secrets, replaced by their markers.
-        let (cleaned, found) = crate::service::redact::redact_value(&value);
+        let (cleaned, found) = crate::tools::redaction::redact_value(&value);
         p.redacted += found.len();
         let value = cleaned.unwrap_or(value);
         let record: Record = serde_json::from_value(value).map_err(|e| bad(n, e.to_string()))?;

@@ -198,88 +198,6 @@ pub fn redact(text: &str) -> Redacted<'_> {
     Redacted { text: out, kinds }
 }
 
-/// One secret replaced in a call's arguments.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Redaction {
-    /// Where: the argument's path (`root_cause`, `evidence[2]`, `observations[0].domain`).
-    pub field: String,
-    /// The kind of secret (the marker's name).
-    pub kind: &'static str,
-}
-
-/// Redact every string in `value` (a tool call's arguments), object keys excepted. Returns the
-/// redacted copy, or `None` when nothing was replaced, and what was, in document order.
-pub fn redact_value(value: &serde_json::Value) -> (Option<serde_json::Value>, Vec<Redaction>) {
-    fn walk(
-        v: &serde_json::Value,
-        path: &mut String,
-        found: &mut Vec<Redaction>,
-    ) -> Option<serde_json::Value> {
-        use serde_json::Value;
-        match v {
-            Value::String(s) => {
-                let r = redact(s);
-                if r.kinds.is_empty() {
-                    return None;
-                }
-                found.extend(r.kinds.iter().map(|kind| Redaction {
-                    field: path.clone(),
-                    kind,
-                }));
-                Some(Value::String(r.text.into_owned()))
-            }
-            Value::Array(items) => {
-                let mut changed: Option<Vec<Value>> = None;
-                for (i, item) in items.iter().enumerate() {
-                    let len = path.len();
-                    path.push_str(&format!("[{i}]"));
-                    let new = walk(item, path, found);
-                    path.truncate(len);
-                    if let Some(new) = new {
-                        changed.get_or_insert_with(|| items.clone())[i] = new;
-                    }
-                }
-                changed.map(Value::Array)
-            }
-            Value::Object(map) => {
-                let mut changed: Option<serde_json::Map<String, Value>> = None;
-                for (k, item) in map {
-                    let len = path.len();
-                    if !path.is_empty() {
-                        path.push('.');
-                    }
-                    path.push_str(k);
-                    let new = walk(item, path, found);
-                    path.truncate(len);
-                    if let Some(new) = new {
-                        changed
-                            .get_or_insert_with(|| map.clone())
-                            .insert(k.clone(), new);
-                    }
-                }
-                changed.map(Value::Object)
-            }
-            _ => None,
-        }
-    }
-    let mut found = Vec::new();
-    let out = walk(value, &mut String::new(), &mut found);
-    (out, found)
-}
-
-/// The sentence that tells the caller what [`redact_value`] replaced (for the answer's text).
-pub fn notice(redactions: &[Redaction]) -> String {
-    let each: Vec<String> = redactions
-        .iter()
-        .map(|r| format!("{} ({})", r.field, r.kind))
-        .collect();
-    format!(
-        "Secrets were replaced by [REDACTED:kind] markers before anything was stored or shown: \
-         {}. Never put credentials in the memory.",
-        each.join(", ")
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -406,37 +324,6 @@ mod tests {
             assert!(r.kinds.is_empty(), "{text} -> {} ({:?})", r.text, r.kinds);
             assert!(matches!(r.text, Cow::Borrowed(_)));
         }
-    }
-
-    #[test]
-    fn every_string_of_a_call_is_redacted_with_its_path() {
-        let args = serde_json::json!({
-            "task_id": "T-1",
-            "root_cause": "403 for AKIAIOSFODNN7EXAMPLE",
-            "evidence": ["ok", "password=hunter2hunter2"],
-            "n": 3,
-            "nested": {"url": "https://u:p4ssw0rd@h.example/x"}
-        });
-        let (out, found) = redact_value(&args);
-        let out = out.expect("redacted");
-        assert_eq!(out["task_id"], "T-1");
-        assert_eq!(out["root_cause"], "403 for [REDACTED:aws-access-key-id]");
-        assert_eq!(out["evidence"][0], "ok");
-        assert_eq!(out["n"], 3);
-        let fields: Vec<(&str, &str)> = found.iter().map(|r| (r.field.as_str(), r.kind)).collect();
-        assert_eq!(
-            fields,
-            [
-                ("evidence[1]", "secret-assignment"),
-                ("nested.url", "url-password"),
-                ("root_cause", "aws-access-key-id"),
-            ]
-        );
-        assert!(
-            redact_value(&serde_json::json!({"a": ["b", 1]}))
-                .0
-                .is_none()
-        );
     }
 
     #[test]

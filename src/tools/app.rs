@@ -4,14 +4,14 @@
 
 use chrono::{DateTime, Utc};
 use parking_lot::RwLock;
-use serde_json::{Value, json};
+use serde_json::Value;
 
+use super::redaction::{self, Redaction};
 use super::registry::{Profile, ToolFamily};
 use super::{Handler, Outcome, ReadCtx, ToolError, ToolResult, WriteCtx, wire};
 use crate::protocol::jsonrpc::RpcError;
 use crate::protocol::mcp;
 use crate::semantic::Semantic;
-use crate::service::redact::{self, Redaction};
 use crate::service::{Family, MetaLearningService};
 use crate::store::{self, Store, StoreError};
 
@@ -53,20 +53,6 @@ pub struct ToolReply {
     pub is_error: bool,
     /// The secrets replaced in the call's arguments before the tool saw them (empty: none).
     pub redacted: Vec<Redaction>,
-}
-
-/// The `_meta` key under which an answer lists the secrets replaced in its call.
-pub const REDACTED_META_KEY: &str = "meta-utl-mcp/redacted";
-
-impl ToolReply {
-    /// What the answer adds about redacted secrets: a sentence for the model and the list under
-    /// [`REDACTED_META_KEY`]; `None` when nothing was redacted.
-    pub fn notice(&self) -> Option<mcp::Notice> {
-        (!self.redacted.is_empty()).then(|| mcp::Notice {
-            text: redact::notice(&self.redacted),
-            meta: json!({ REDACTED_META_KEY: self.redacted }),
-        })
-    }
 }
 
 /// The shared application state: the cached service, the store, the published tool profile
@@ -336,7 +322,7 @@ impl App {
             ToolError::Internal(m) => CallError::Rpc(internal(tool.name, self.naming_db(m))),
         };
         // Secrets never reach a tool, so nothing stores or echoes them (issue 28).
-        let (cleaned, redacted) = redact::redact_value(arguments);
+        let (cleaned, redacted) = redaction::redact_value(arguments);
         let arguments = cleaned.as_ref().unwrap_or(arguments);
         (tool.prepare)(&self.semantic, arguments);
         // The handler reads `arguments` with wire::parse, which refuses anything but an object
@@ -461,10 +447,8 @@ impl App {
         result
     }
 
-    /// Keep the WAL small between the steps of a long maintenance job ([`Store::settle_wal`]).
-    ///
-    /// # Errors
-    /// The store's failure, as a [`ToolError`].
+    /// Keep the WAL small between the steps of a long maintenance job ([`Store::settle_wal`]);
+    /// fails with the store's failure.
     pub fn settle_wal(&self) -> Result<(), ToolError> {
         Ok(self.core()?.store.settle_wal()?)
     }

@@ -14,6 +14,7 @@ pub mod atc;
 pub mod epistemic;
 pub mod lessons;
 pub mod meta_learning;
+pub mod redaction;
 pub mod registry;
 pub mod utl;
 pub mod wire;
