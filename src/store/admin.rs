@@ -14,7 +14,7 @@ use rusqlite::backup::{Backup, StepResult};
 use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags};
 
-use super::open::{self, Found};
+use super::sqlite::open::{self, Found};
 use super::{BUSY_TIMEOUT, Db, DbPath, StoreError, from_us};
 use super::{pg, sqlite_or};
 use crate::service::MetaLearningService;

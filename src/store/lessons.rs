@@ -771,7 +771,7 @@ mod tests {
         let path = dir.path().join("v8.db");
         {
             let conn = rusqlite::Connection::open(&path).unwrap();
-            for m in &crate::store::MIGRATIONS[..8] {
+            for m in &crate::store::sqlite::migrate::MIGRATIONS[..8] {
                 conn.execute_batch(m.sql).unwrap();
             }
             conn.execute_batch("PRAGMA user_version = 8").unwrap();
@@ -809,7 +809,7 @@ mod tests {
         let path = dir.path().join("v9.db");
         {
             let conn = rusqlite::Connection::open(&path).unwrap();
-            for m in &crate::store::MIGRATIONS[..9] {
+            for m in &crate::store::sqlite::migrate::MIGRATIONS[..9] {
                 conn.execute_batch(m.sql).unwrap();
             }
             conn.execute_batch("PRAGMA user_version = 9").unwrap();

@@ -963,7 +963,7 @@ mod tests {
         {
             // A database as schema 6 wrote it: windows as blobs in the state row.
             let conn = rusqlite::Connection::open(&path).unwrap();
-            for sql in &crate::store::MIGRATIONS[..6] {
+            for sql in &crate::store::sqlite::migrate::MIGRATIONS[..6] {
                 conn.execute_batch(sql.sql).unwrap();
             }
             conn.execute_batch("PRAGMA user_version = 6").unwrap();

@@ -17,15 +17,10 @@
 pub mod admin;
 pub mod atc;
 pub mod beliefs;
-mod checkpoint;
-mod companions;
-mod create;
 pub mod directives;
-mod health;
 pub mod lesson_vectors;
 pub mod lessons;
 pub mod meta;
-mod open;
 pub mod pg;
 mod sqlite;
 pub mod vertices;
@@ -35,8 +30,9 @@ use std::time::Duration;
 
 use rusqlite::Connection;
 
-pub use health::CHECK_WAIT;
-pub use open::{APPLICATION_ID, INLINE_CHECK_MAX_BYTES};
+pub use sqlite::SCHEMA_VERSION;
+pub use sqlite::health::CHECK_WAIT;
+pub use sqlite::open::{APPLICATION_ID, INLINE_CHECK_MAX_BYTES};
 
 /// The file `p` names: absolute, every symbolic link resolved (a dangling one too), `.` and
 /// `..` applied, as the store resolves `--db`.
@@ -44,7 +40,7 @@ pub use open::{APPLICATION_ID, INLINE_CHECK_MAX_BYTES};
 /// # Errors
 /// A symbolic link that cannot be read, or a loop of them.
 pub fn resolve_path(p: &std::path::Path) -> std::io::Result<std::path::PathBuf> {
-    open::resolve(p)
+    sqlite::open::resolve(p)
 }
 
 /// `p` with `suffix` appended to its file name (`db` + `-wal`): a database's companion file.
@@ -61,55 +57,6 @@ use crate::service::{Family, MetaLearningService, Versions};
 /// SQLite's `busy_timeout`; the issue asks for at least 5 s. Transactions here last
 /// milliseconds, so 30 s only matters under heavy multi-process contention.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// Prepared statements kept per connection (see [`Connection::set_prepared_statement_cache_capacity`]).
-const STATEMENT_CACHE: usize = 128;
-
-/// Schema migrations in order: entry `i` moves the schema from `user_version = i` to `i + 1`.
-///
-/// Append new entries at the end; never edit an entry that has shipped.
-pub(crate) const MIGRATIONS: &[Migration] = &[
-    Migration::sql(meta::MIGRATION),
-    Migration::sql(directives::MIGRATION),
-    Migration::sql(atc::MIGRATION),
-    Migration::sql(beliefs::MIGRATION),
-    Migration::sql(lessons::MIGRATION),
-    Migration::sql(vertices::MIGRATION),
-    Migration {
-        sql: meta::MIGRATION_WINDOWS,
-        data: Some(meta::split_windows),
-    },
-    Migration::sql(atc::MIGRATION_DROP_TS_INDEX),
-    Migration {
-        sql: lessons::MIGRATION_SPANS,
-        data: Some(lessons::fill_strategy_spans),
-    },
-    Migration {
-        sql: lessons::MIGRATION_TASK_KEY,
-        data: Some(lessons::fill_task_keys),
-    },
-    Migration {
-        sql: directives::MIGRATION_TASK_KEY,
-        data: Some(directives::fill_task_keys),
-    },
-    Migration::sql(lesson_vectors::MIGRATION_VECTORS),
-];
-
-/// One schema step: SQL, then optionally a data step in Rust (for conversions SQL cannot
-/// express), both inside the migration transaction.
-pub(crate) struct Migration {
-    pub(crate) sql: &'static str,
-    data: Option<fn(&Connection) -> rusqlite::Result<()>>,
-}
-
-impl Migration {
-    const fn sql(sql: &'static str) -> Self {
-        Migration { sql, data: None }
-    }
-}
-
-/// The schema version this binary writes (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
 /// Where the database lives.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -307,7 +254,7 @@ pub enum StoreError {
         cause: String,
     },
     /// Any other SQLite failure while serving a request (the message adds the likely fix).
-    #[error("database error: {0}{hint}", hint = sqlite_hint(.0, &health::serving()))]
+    #[error("database error: {0}{hint}", hint = sqlite_hint(.0, &sqlite::health::serving()))]
     Sqlite(#[source] rusqlite::Error),
     /// `--db postgres://…` that cannot be used: malformed, or an option this program does
     /// not support.
@@ -408,7 +355,7 @@ impl From<rusqlite::Error> for StoreError {
     /// Every SQLite failure passes here; the store notes damage and the failures that end a
     /// transaction for the store call running on this thread.
     fn from(e: rusqlite::Error) -> Self {
-        health::note(&e);
+        sqlite::health::note(&e);
         StoreError::Sqlite(e)
     }
 }

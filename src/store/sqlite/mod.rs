@@ -1,9 +1,9 @@
 //! The SQLite backend: one database file (WAL journal) shared safely by several server
 //! processes on one machine. Every write runs inside `BEGIN IMMEDIATE`; schema changes are the
-//! numbered [`MIGRATIONS`] keyed by `PRAGMA user_version`, applied at start-up inside one
+//! numbered [`migrate::MIGRATIONS`] keyed by `PRAGMA user_version`, applied at start-up inside one
 //! transaction. The SQL of each family lives in the family's own module (`meta.rs`, …).
 
-use super::companions::Companions;
+use companions::Companions;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -11,11 +11,21 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use rusqlite::Connection;
 
-use super::{
-    APPLICATION_ID, BUSY_TIMEOUT, CHECK_WAIT, Db, DbPath, MIGRATIONS, OpenOptions, STATEMENT_CACHE,
-    StoreError, checkpoint, family_key, health, open, retention_now,
-};
-use crate::service::Family;
+pub(crate) mod checkpoint;
+mod companions;
+mod create;
+mod file;
+pub(crate) mod health;
+pub(crate) mod migrate;
+pub(crate) mod open;
+
+pub use migrate::SCHEMA_VERSION;
+pub(crate) use migrate::migrate;
+
+use super::{BUSY_TIMEOUT, CHECK_WAIT, Db, DbPath, OpenOptions, StoreError, retention_now};
+
+/// Prepared statements kept per connection (see [`Connection::set_prepared_statement_cache_capacity`]).
+const STATEMENT_CACHE: usize = 128;
 
 /// The SQLite store: one connection behind a mutex.
 pub(crate) struct SqliteStore {
@@ -504,46 +514,6 @@ fn is_busy(e: &rusqlite::Error) -> bool {
         e.sqlite_error_code(),
         Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
     )
-}
-
-pub(super) fn migrate(conn: &Connection) -> Result<(), rusqlite::Error> {
-    conn.execute_batch("BEGIN IMMEDIATE")?;
-    let result = (|| {
-        let current: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
-        for (i, m) in MIGRATIONS.iter().enumerate().skip(current.max(0) as usize) {
-            conn.execute_batch(m.sql)?;
-            if let Some(data) = m.data {
-                data(conn)?;
-            }
-            conn.execute_batch(&format!("PRAGMA user_version = {}", i + 1))?;
-        }
-        conn.execute_batch(
-            "CREATE TABLE IF NOT EXISTS family_version (
-                 family  TEXT PRIMARY KEY,
-                 version INTEGER NOT NULL
-             ) STRICT;",
-        )?;
-        for f in Family::ALL {
-            conn.execute(
-                "INSERT OR IGNORE INTO family_version (family, version) VALUES (?1, 0)",
-                [family_key(f)],
-            )?;
-        }
-        // Mark the file as ours (new files, and ours from before the mark; open::validate
-        // refused every other).
-        let id: i32 = conn.query_row("PRAGMA application_id", [], |r| r.get(0))?;
-        if id != APPLICATION_ID {
-            conn.execute_batch(&format!("PRAGMA application_id = {APPLICATION_ID}"))?;
-        }
-        Ok(())
-    })();
-    match result {
-        Ok(()) => conn.execute_batch("COMMIT"),
-        Err(e) => {
-            let _ = conn.execute_batch("ROLLBACK");
-            Err(e)
-        }
-    }
 }
 
 #[cfg(test)]

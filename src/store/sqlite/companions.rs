@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::StoreError;
+use crate::store::StoreError;
 
 /// The identity of a file: device and inode.
 type FileId = (u64, u64);
@@ -34,7 +34,7 @@ impl Companions {
     pub(crate) fn record(real: &Path, shown: &str) -> Companions {
         let files = ["-wal", "-shm"]
             .iter()
-            .map(|s| super::with_suffix(real, s))
+            .map(|s| crate::store::with_suffix(real, s))
             .filter_map(|p| file_id(&p).map(|id| (p, id)))
             .collect();
         Companions {
