@@ -22,6 +22,7 @@ pub mod lesson_vectors;
 pub mod lessons;
 pub mod meta;
 pub mod pg;
+mod rows;
 mod sqlite;
 pub mod vertices;
 

@@ -11,6 +11,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use rusqlite::Connection;
 
+pub(crate) mod admin;
 pub(crate) mod checkpoint;
 mod companions;
 mod create;

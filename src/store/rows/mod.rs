@@ -1,0 +1,5 @@
+//! The backend-neutral half of each store family: named row shapes, the decoders that turn
+//! them into domain values (with their range checks), and query text both backends run as is.
+//! `sqlite/` and `pg/` import from here and never from each other.
+
+pub(crate) mod admin;
