@@ -2,7 +2,7 @@
 
 use super::{Pg, columns, get};
 use crate::service::lessons::TaskKey;
-use crate::store::directives::{Directive, RawDirective, directive_from_raw, task_key};
+use crate::store::rows::directives::{Directive, RawDirective, directive_from_raw, task_key};
 use crate::store::{StoreError, count, to_us};
 
 /// PostgreSQL twin of [`crate::store::directives::insert`].

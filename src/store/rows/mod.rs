@@ -3,3 +3,4 @@
 //! `sqlite/` and `pg/` import from here and never from each other.
 
 pub(crate) mod admin;
+pub(crate) mod directives;

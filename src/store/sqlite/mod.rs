@@ -15,6 +15,7 @@ pub(crate) mod admin;
 pub(crate) mod checkpoint;
 mod companions;
 mod create;
+pub(crate) mod directives;
 mod file;
 pub(crate) mod health;
 pub(crate) mod migrate;
