@@ -5,7 +5,7 @@ use super::{Columns, Pg, columns};
 use crate::service::atc::state::{AtcState, Observation, WINDOW_CAPACITY};
 use crate::service::atc::thresholds::ThresholdName;
 use crate::service::vocab::NUM_EMBEDDERS;
-use crate::store::atc::{
+use crate::store::rows::atc::{
     LOAD_ARMS, LOAD_DOMAINS, LOAD_GAP_DRIFT, LOAD_OBSERVATIONS, LOAD_TEMPERATURES,
     LOAD_THRESHOLD_DRIFT, LOAD_THRESHOLDS, LoadedRows, SavedRows, state_from_rows,
 };

@@ -11,7 +11,7 @@ use crate::service::delta_sc::{
     surprise::HISTOGRAM_BINS,
 };
 use crate::service::vocab::NUM_EMBEDDERS;
-use crate::store::vertices::{
+use crate::store::rows::vertices::{
     decode_fingerprint, encode_e1, encode_fingerprint, histogram_rows, put_histogram, refresh_index,
 };
 use crate::store::{StoreError, to_us};

@@ -3,4 +3,8 @@
 //! `sqlite/` and `pg/` import from here and never from each other.
 
 pub(crate) mod admin;
+pub(crate) mod atc;
+pub(crate) mod beliefs;
 pub(crate) mod directives;
+pub(crate) mod lesson_vectors;
+pub(crate) mod vertices;

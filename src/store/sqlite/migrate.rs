@@ -5,8 +5,8 @@
 use rusqlite::Connection;
 
 use super::super::{APPLICATION_ID, family_key};
-use super::super::{atc, beliefs, lesson_vectors, lessons, meta, vertices};
-use super::directives;
+use super::super::{lessons, meta};
+use super::{atc, beliefs, directives, lesson_vectors, vertices};
 use crate::service::Family;
 
 /// Schema migrations in order: entry `i` moves the schema from `user_version = i` to `i + 1`.

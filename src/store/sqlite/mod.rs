@@ -12,14 +12,18 @@ use parking_lot::Mutex;
 use rusqlite::Connection;
 
 pub(crate) mod admin;
+pub(crate) mod atc;
+pub(crate) mod beliefs;
 pub(crate) mod checkpoint;
 mod companions;
 mod create;
 pub(crate) mod directives;
 mod file;
 pub(crate) mod health;
+pub(crate) mod lesson_vectors;
 pub(crate) mod migrate;
 pub(crate) mod open;
+pub(crate) mod vertices;
 
 pub use migrate::SCHEMA_VERSION;
 pub(crate) use migrate::migrate;
