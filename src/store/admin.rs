@@ -13,7 +13,7 @@ use crate::store::{Db, StoreError};
 /// [`StoreError`] on SQL failure or an out-of-range time.
 pub fn stats(db: &Db<'_>) -> Result<Stats, StoreError> {
     match db.backend() {
-        Backend::Sqlite(c) => sqlite::admin::stats(c),
-        Backend::Postgres(p) => pg::admin::stats(p),
+        Backend::Sqlite(conn) => sqlite::admin::stats(conn),
+        Backend::Postgres(pg) => pg::admin::stats(pg),
     }
 }

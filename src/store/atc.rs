@@ -21,8 +21,8 @@ use crate::store::{Db, StoreError};
 /// [`StoreError::Sqlite`] on SQL failure.
 pub fn insert_observations(db: &Db<'_>, observations: &[Observation]) -> Result<(), StoreError> {
     match db.backend() {
-        Backend::Sqlite(c) => sqlite::atc::insert_observations(c, observations),
-        Backend::Postgres(p) => pg::atc::insert_observations(p, observations),
+        Backend::Sqlite(conn) => sqlite::atc::insert_observations(conn, observations),
+        Backend::Postgres(pg) => pg::atc::insert_observations(pg, observations),
     }
 }
 
@@ -33,8 +33,8 @@ pub fn insert_observations(db: &Db<'_>, observations: &[Observation]) -> Result<
 /// [`StoreError::Sqlite`] on SQL failure.
 pub fn save(db: &Db<'_>, s: &AtcState) -> Result<(), StoreError> {
     match db.backend() {
-        Backend::Sqlite(c) => sqlite::atc::save(c, s),
-        Backend::Postgres(p) => pg::atc::save(p, s),
+        Backend::Sqlite(conn) => sqlite::atc::save(conn, s),
+        Backend::Postgres(pg) => pg::atc::save(pg, s),
     }
 }
 
@@ -45,8 +45,8 @@ pub fn save(db: &Db<'_>, s: &AtcState) -> Result<(), StoreError> {
 /// state's invariants (out-of-range or out-of-order thresholds, bad temperatures, …).
 pub fn load(db: &Db<'_>) -> Result<AtcState, StoreError> {
     match db.backend() {
-        Backend::Sqlite(c) => sqlite::atc::load(c),
-        Backend::Postgres(p) => pg::atc::load(p),
+        Backend::Sqlite(conn) => sqlite::atc::load(conn),
+        Backend::Postgres(pg) => pg::atc::load(pg),
     }
 }
 

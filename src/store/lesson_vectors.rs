@@ -20,8 +20,8 @@ pub use crate::store::rows::lesson_vectors::{MAX_DIMENSION, VectorRow, decode, e
 /// [`StoreError`] on SQL failure.
 pub fn set_vector(db: &Db<'_>, seq: i64, model: &str, vector: &[f32]) -> Result<(), StoreError> {
     match db.backend() {
-        Backend::Sqlite(c) => sqlite::lesson_vectors::set_vector(c, seq, model, vector),
-        Backend::Postgres(p) => pg::lesson_vectors::set_vector(p, seq, model, vector),
+        Backend::Sqlite(conn) => sqlite::lesson_vectors::set_vector(conn, seq, model, vector),
+        Backend::Postgres(pg) => pg::lesson_vectors::set_vector(pg, seq, model, vector),
     }
 }
 
@@ -36,8 +36,8 @@ pub fn set_vector_of(
     vector: &[f32],
 ) -> Result<(), StoreError> {
     match db.backend() {
-        Backend::Sqlite(c) => sqlite::lesson_vectors::set_vector_of(c, id, model, vector),
-        Backend::Postgres(p) => pg::lesson_vectors::set_vector_of(p, id, model, vector),
+        Backend::Sqlite(conn) => sqlite::lesson_vectors::set_vector_of(conn, id, model, vector),
+        Backend::Postgres(pg) => pg::lesson_vectors::set_vector_of(pg, id, model, vector),
     }
 }
 
@@ -52,8 +52,8 @@ pub fn without_vector(
     limit: usize,
 ) -> Result<Vec<(i64, String)>, StoreError> {
     match db.backend() {
-        Backend::Sqlite(c) => sqlite::lesson_vectors::without_vector(c, model, limit),
-        Backend::Postgres(p) => pg::lesson_vectors::without_vector(p, model, limit),
+        Backend::Sqlite(conn) => sqlite::lesson_vectors::without_vector(conn, model, limit),
+        Backend::Postgres(pg) => pg::lesson_vectors::without_vector(pg, model, limit),
     }
 }
 
@@ -63,8 +63,8 @@ pub fn without_vector(
 /// [`StoreError`] on SQL failure or a damaged vector.
 pub fn vector(db: &Db<'_>, seq: i64, model: &str) -> Result<Option<Vec<f32>>, StoreError> {
     match db.backend() {
-        Backend::Sqlite(c) => sqlite::lesson_vectors::vector(c, seq, model),
-        Backend::Postgres(p) => pg::lesson_vectors::vector(p, seq, model),
+        Backend::Sqlite(conn) => sqlite::lesson_vectors::vector(conn, seq, model),
+        Backend::Postgres(pg) => pg::lesson_vectors::vector(pg, seq, model),
     }
 }
 
@@ -80,8 +80,8 @@ pub fn vectors_since(
     limit: usize,
 ) -> Result<Vec<VectorRow>, StoreError> {
     match db.backend() {
-        Backend::Sqlite(c) => sqlite::lesson_vectors::vectors_since(c, model, rev, limit),
-        Backend::Postgres(p) => pg::lesson_vectors::vectors_since(p, model, rev, limit),
+        Backend::Sqlite(conn) => sqlite::lesson_vectors::vectors_since(conn, model, rev, limit),
+        Backend::Postgres(pg) => pg::lesson_vectors::vectors_since(pg, model, rev, limit),
     }
 }
 

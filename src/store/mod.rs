@@ -1,11 +1,13 @@
 //! The store: the only module that imports a database client or holds SQL.
 //!
-//! One interface, two backends. [`Store`] opens either an SQLite file (the default: one
-//! machine, see `store/sqlite.rs`) or a PostgreSQL database (a team's shared memory, see [`pg`]);
-//! the family modules ([`meta`], [`atc`], [`lessons`], …) are the interface: each public
-//! function takes a [`Db`] and holds the SQLite SQL itself, handing a PostgreSQL [`Db`] to
-//! its twin in `pg/`, the only place with PostgreSQL SQL. Functions written in terms of other
-//! store functions serve both backends unchanged.
+//! One interface, two backends as siblings. [`Store`] opens either an SQLite file (the
+//! default: one machine, `sqlite/`) or a PostgreSQL database (a team's shared memory, [`pg`]).
+//! The family modules ([`meta`], [`atc`], [`lessons`], …) are the interface: each public
+//! function takes a [`Db`] and dispatches once on its backend, to the family's module in
+//! `sqlite/` (SQLite SQL) or in `pg/` (PostgreSQL SQL); functions written in terms of other
+//! store functions live in the family module and serve both backends unchanged. What both
+//! backends share (named rows, decoders with their range checks, query text that runs on both)
+//! is in `rows/`; `sqlite/` and `pg/` import it and never each other.
 //!
 //! On both, several server processes share one database safely: every write runs inside one
 //! transaction that excludes every other writer (SQLite's `BEGIN IMMEDIATE`, PostgreSQL's
@@ -457,18 +459,6 @@ impl<'a> Db<'a> {
     }
 }
 
-/// `let conn = sqlite_or!(db, pg => pg::family::f(pg, …));`: the SQLite connection of `db`,
-/// or return what the PostgreSQL twin of the function answers.
-macro_rules! sqlite_or {
-    ($db:expr, $pg:ident => $twin:expr) => {
-        match $db.backend() {
-            $crate::store::Backend::Sqlite(c) => c,
-            $crate::store::Backend::Postgres($pg) => return $twin,
-        }
-    };
-}
-pub(crate) use sqlite_or;
-
 /// The store: an SQLite file or a PostgreSQL database, behind one interface.
 pub struct Store {
     backend: StoreBackend,
@@ -509,17 +499,10 @@ impl Default for OpenOptions {
 /// # Errors
 /// [`StoreError::Sqlite`] when the query fails.
 pub fn versions(db: &Db<'_>) -> Result<Versions, StoreError> {
-    let conn = sqlite_or!(db, pg => pg::versions(pg));
-    let mut out = [0; Family::ALL.len()];
-    let mut stmt = conn.prepare_cached("SELECT family, version FROM family_version")?;
-    let mut rows = stmt.query([])?;
-    while let Some(row) = rows.next()? {
-        let key: String = row.get(0)?;
-        if let Some(i) = Family::ALL.iter().position(|f| family_key(*f) == key) {
-            out[i] = row.get(1)?;
-        }
+    match db.backend() {
+        Backend::Sqlite(conn) => sqlite::versions(conn),
+        Backend::Postgres(pg) => pg::versions(pg),
     }
-    Ok(out)
 }
 
 /// Increment a family's stored version and return the new value. Call inside a write
@@ -528,12 +511,10 @@ pub fn versions(db: &Db<'_>) -> Result<Versions, StoreError> {
 /// # Errors
 /// [`StoreError::Sqlite`] when the update fails.
 pub fn bump(db: &Db<'_>, family: Family) -> Result<i64, StoreError> {
-    let conn = sqlite_or!(db, pg => pg::bump(pg, family));
-    Ok(conn
-        .prepare_cached(
-            "UPDATE family_version SET version = version + 1 WHERE family = ?1 RETURNING version",
-        )?
-        .query_row([family_key(family)], |r| r.get(0))?)
+    match db.backend() {
+        Backend::Sqlite(conn) => sqlite::bump(conn, family),
+        Backend::Postgres(pg) => pg::bump(pg, family),
+    }
 }
 
 /// Bring the service's cached state up to date with the store: every family whose stored

@@ -31,8 +31,8 @@ use uuid::Uuid;
 /// [`StoreError`] on SQL failure or corrupt rows.
 pub fn refresh(db: &Db<'_>, cache: &mut VertexCache) -> Result<(), StoreError> {
     match db.backend() {
-        Backend::Sqlite(c) => sqlite::vertices::refresh(c, cache),
-        Backend::Postgres(p) => pg::vertices::refresh(p, cache),
+        Backend::Sqlite(conn) => sqlite::vertices::refresh(conn, cache),
+        Backend::Postgres(pg) => pg::vertices::refresh(pg, cache),
     }
 }
 
@@ -42,8 +42,8 @@ pub fn refresh(db: &Db<'_>, cache: &mut VertexCache) -> Result<(), StoreError> {
 /// [`StoreError`] on SQL failure or a malformed row.
 pub fn load_normalizer(db: &Db<'_>) -> Result<SurpriseNormalizer, StoreError> {
     match db.backend() {
-        Backend::Sqlite(c) => sqlite::vertices::load_normalizer(c),
-        Backend::Postgres(p) => pg::vertices::load_normalizer(p),
+        Backend::Sqlite(conn) => sqlite::vertices::load_normalizer(conn),
+        Backend::Postgres(pg) => pg::vertices::load_normalizer(pg),
     }
 }
 
@@ -53,8 +53,8 @@ pub fn load_normalizer(db: &Db<'_>) -> Result<SurpriseNormalizer, StoreError> {
 /// [`StoreError`] on SQL failure or corrupt blobs.
 pub fn load_vertex(db: &Db<'_>, id: Uuid) -> Result<Option<StoredVertex>, StoreError> {
     match db.backend() {
-        Backend::Sqlite(c) => sqlite::vertices::load_vertex(c, id),
-        Backend::Postgres(p) => pg::vertices::load_vertex(p, id),
+        Backend::Sqlite(conn) => sqlite::vertices::load_vertex(conn, id),
+        Backend::Postgres(pg) => pg::vertices::load_vertex(pg, id),
     }
 }
 
@@ -64,8 +64,8 @@ pub fn load_vertex(db: &Db<'_>, id: Uuid) -> Result<Option<StoredVertex>, StoreE
 /// [`StoreError`] on SQL failure or a corrupt blob.
 pub fn load_current(db: &Db<'_>, id: Uuid) -> Result<Option<Fingerprint>, StoreError> {
     match db.backend() {
-        Backend::Sqlite(c) => sqlite::vertices::load_current(c, id),
-        Backend::Postgres(p) => pg::vertices::load_current(p, id),
+        Backend::Sqlite(conn) => sqlite::vertices::load_current(conn, id),
+        Backend::Postgres(pg) => pg::vertices::load_current(pg, id),
     }
 }
 
@@ -106,8 +106,8 @@ pub fn persist(
     now: DateTime<Utc>,
 ) -> Result<i64, StoreError> {
     match db.backend() {
-        Backend::Sqlite(c) => sqlite::vertices::persist(c, write, now),
-        Backend::Postgres(p) => pg::vertices::persist(p, write, now),
+        Backend::Sqlite(conn) => sqlite::vertices::persist(conn, write, now),
+        Backend::Postgres(pg) => pg::vertices::persist(pg, write, now),
     }
 }
 
@@ -123,8 +123,8 @@ pub fn put_current(
     now: DateTime<Utc>,
 ) -> Result<i64, StoreError> {
     match db.backend() {
-        Backend::Sqlite(c) => sqlite::vertices::put_current(c, id, fp, now),
-        Backend::Postgres(p) => pg::vertices::put_current(p, id, fp, now),
+        Backend::Sqlite(conn) => sqlite::vertices::put_current(conn, id, fp, now),
+        Backend::Postgres(pg) => pg::vertices::put_current(pg, id, fp, now),
     }
 }
 
@@ -134,8 +134,8 @@ pub fn put_current(
 /// [`StoreError`] on SQL failure.
 pub fn count(db: &Db<'_>) -> Result<usize, StoreError> {
     match db.backend() {
-        Backend::Sqlite(c) => sqlite::vertices::count(c),
-        Backend::Postgres(p) => pg::vertices::count(p),
+        Backend::Sqlite(conn) => sqlite::vertices::count(conn),
+        Backend::Postgres(pg) => pg::vertices::count(pg),
     }
 }
 

@@ -1,5 +1,5 @@
 //! PostgreSQL twin of `store/atc.rs`: calibration observations (a window per embedder) and
-//! the rest of the ATC state, as the same rows the SQLite module writes and checks.
+//! the rest of the ATC state, as the same rows (`rows/atc.rs`) that SQLite writes and checks.
 
 use super::{Columns, Pg, columns};
 use crate::service::atc::state::{AtcState, Observation, WINDOW_CAPACITY};

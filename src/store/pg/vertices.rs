@@ -1,6 +1,6 @@
 //! PostgreSQL twin of `store/vertices.rs`: vertices (current fingerprint and E1 vector under a
 //! change sequence number), their kept versions, and the surprise histograms. Blobs are
-//! encoded and decoded by the SQLite module's functions.
+//! encoded and decoded by the functions of `rows/vertices.rs`.
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;

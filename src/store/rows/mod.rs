@@ -7,4 +7,6 @@ pub(crate) mod atc;
 pub(crate) mod beliefs;
 pub(crate) mod directives;
 pub(crate) mod lesson_vectors;
+pub(crate) mod lessons;
+pub(crate) mod meta;
 pub(crate) mod vertices;

@@ -9,6 +9,7 @@
 
 use crate::service::MetaLearningService;
 use crate::store::rows::admin::Stats;
+use crate::store::rows::meta::EventQuery;
 use crate::store::sqlite::open::{self, Found};
 use crate::store::{BUSY_TIMEOUT, Db, DbPath, StoreError, from_us};
 use rusqlite::backup::{Backup, StepResult};
@@ -210,13 +211,19 @@ pub fn check(path: &DbPath) -> Result<CheckReport, StoreError> {
                 crate::store::sync(&db, &mut MetaLearningService::new())
             }),
             ("lessons", &|| {
-                crate::store::lessons::list(&db, None, true).map(drop)
+                super::lessons::list(&conn, None, true).map(drop)
             }),
             ("directives", &|| {
-                crate::store::directives::list(&db, None, usize::MAX, 0).map(drop)
+                super::directives::list(&conn, None, usize::MAX, 0).map(drop)
             }),
-            ("beliefs", &|| crate::store::beliefs::all(&db).map(drop)),
-            ("events", &|| crate::store::meta::all_events(&db).map(drop)),
+            ("beliefs", &|| super::beliefs::all(&conn).map(drop)),
+            ("events", &|| {
+                let every = EventQuery {
+                    limit: i64::MAX as usize,
+                    ..EventQuery::default()
+                };
+                super::meta::query_events(&conn, &every).map(drop)
+            }),
         ];
         for (what, run) in checks {
             match run() {

@@ -5,8 +5,7 @@
 use rusqlite::Connection;
 
 use super::super::{APPLICATION_ID, family_key};
-use super::super::{lessons, meta};
-use super::{atc, beliefs, directives, lesson_vectors, vertices};
+use super::{atc, beliefs, directives, lesson_vectors, lessons, meta, vertices};
 use crate::service::Family;
 
 /// Schema migrations in order: entry `i` moves the schema from `user_version = i` to `i + 1`.

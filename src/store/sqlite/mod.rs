@@ -21,6 +21,8 @@ pub(crate) mod directives;
 mod file;
 pub(crate) mod health;
 pub(crate) mod lesson_vectors;
+pub(crate) mod lessons;
+pub(crate) mod meta;
 pub(crate) mod migrate;
 pub(crate) mod open;
 pub(crate) mod vertices;
@@ -28,7 +30,10 @@ pub(crate) mod vertices;
 pub use migrate::SCHEMA_VERSION;
 pub(crate) use migrate::migrate;
 
-use super::{BUSY_TIMEOUT, CHECK_WAIT, Db, DbPath, OpenOptions, StoreError, retention_now};
+use super::{
+    BUSY_TIMEOUT, CHECK_WAIT, Db, DbPath, OpenOptions, StoreError, family_key, retention_now,
+};
+use crate::service::{Family, Versions};
 
 /// Prepared statements kept per connection (see [`Connection::set_prepared_statement_cache_capacity`]).
 const STATEMENT_CACHE: usize = 128;
@@ -520,6 +525,35 @@ fn is_busy(e: &rusqlite::Error) -> bool {
         e.sqlite_error_code(),
         Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
     )
+}
+
+/// The stored version of every cached family ([`super::versions`] on SQLite).
+///
+/// # Errors
+/// [`StoreError::Sqlite`] when the query fails.
+pub(crate) fn versions(conn: &Connection) -> Result<Versions, StoreError> {
+    let mut out = [0; Family::ALL.len()];
+    let mut stmt = conn.prepare_cached("SELECT family, version FROM family_version")?;
+    let mut rows = stmt.query([])?;
+    while let Some(row) = rows.next()? {
+        let key: String = row.get(0)?;
+        if let Some(i) = Family::ALL.iter().position(|f| family_key(*f) == key) {
+            out[i] = row.get(1)?;
+        }
+    }
+    Ok(out)
+}
+
+/// Increment a family's stored version and return it ([`super::bump`] on SQLite).
+///
+/// # Errors
+/// [`StoreError::Sqlite`] when the update fails.
+pub(crate) fn bump(conn: &Connection, family: Family) -> Result<i64, StoreError> {
+    Ok(conn
+        .prepare_cached(
+            "UPDATE family_version SET version = version + 1 WHERE family = ?1 RETURNING version",
+        )?
+        .query_row([family_key(family)], |r| r.get(0))?)
 }
 
 #[cfg(test)]
