@@ -37,21 +37,7 @@ pub use sqlite::SCHEMA_VERSION;
 pub use sqlite::health::CHECK_WAIT;
 pub use sqlite::open::{APPLICATION_ID, INLINE_CHECK_MAX_BYTES};
 
-/// The file `p` names: absolute, every symbolic link resolved (a dangling one too), `.` and
-/// `..` applied, as the store resolves `--db`.
-///
-/// # Errors
-/// A symbolic link that cannot be read, or a loop of them.
-pub fn resolve_path(p: &std::path::Path) -> std::io::Result<std::path::PathBuf> {
-    sqlite::open::resolve(p)
-}
-
-/// `p` with `suffix` appended to its file name (`db` + `-wal`): a database's companion file.
-pub fn with_suffix(p: &std::path::Path, suffix: &str) -> std::path::PathBuf {
-    let mut s = p.as_os_str().to_owned();
-    s.push(suffix);
-    std::path::PathBuf::from(s)
-}
+pub use crate::files::{resolve_path, with_suffix};
 
 use crate::service::{Family, MetaLearningService, Versions};
 

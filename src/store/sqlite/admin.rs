@@ -105,7 +105,7 @@ fn existing_file(path: &DbPath) -> Result<(PathBuf, String), StoreError> {
             path: shown,
         });
     }
-    let real = open::resolve(p).map_err(|e| StoreError::Unwritable {
+    let real = crate::files::resolve_path(p).map_err(|e| StoreError::Unwritable {
         path: shown.clone(),
         reason: e.to_string(),
     })?;

@@ -148,7 +148,7 @@ impl SqliteStore {
                         .to_string();
                     return Err(StoreError::Uri { path: shown, plain });
                 }
-                let real = open::resolve(p).map_err(|e| StoreError::Unwritable {
+                let real = crate::files::resolve_path(p).map_err(|e| StoreError::Unwritable {
                     path: shown.clone(),
                     reason: e.to_string(),
                 })?;

@@ -11,7 +11,7 @@
 
 use std::fs;
 use std::io::Read;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use rusqlite::config::DbConfig;
 use rusqlite::{Connection, ErrorCode, OpenFlags};
@@ -41,55 +41,6 @@ pub(crate) enum Check {
     Done,
     /// Too large to check before serving: check it in the background.
     Background,
-}
-
-/// The file `p` names: absolute, every symbolic link resolved (a dangling one too, so that the
-/// file it points to is the one created and made private), `.` and `..` applied.
-///
-/// # Errors
-/// A symlink that cannot be read, or more than 40 links in a row (a loop).
-pub(crate) fn resolve(p: &Path) -> std::io::Result<PathBuf> {
-    let absolute = std::path::absolute(p)?;
-    let mut pending: Vec<PathBuf> = absolute
-        .components()
-        .rev()
-        .map(|c| PathBuf::from(c.as_os_str()))
-        .collect();
-    let mut out = PathBuf::new();
-    let mut links = 0;
-    while let Some(part) = pending.pop() {
-        match part.components().next() {
-            Some(Component::Prefix(_) | Component::RootDir) => out.push(&part),
-            Some(Component::CurDir) | None => {}
-            Some(Component::ParentDir) => {
-                out.pop();
-            }
-            Some(Component::Normal(name)) => {
-                let next = out.join(name);
-                let is_link = fs::symlink_metadata(&next)
-                    .map(|m| m.file_type().is_symlink())
-                    .unwrap_or(false);
-                if !is_link {
-                    out = next;
-                    continue;
-                }
-                links += 1;
-                if links > 40 {
-                    return Err(std::io::Error::other("too many levels of symbolic links"));
-                }
-                let target = fs::read_link(&next)?;
-                // A relative target is read from the link's directory (`out`); an absolute one
-                // restarts from its root, which `push` does.
-                pending.extend(
-                    target
-                        .components()
-                        .rev()
-                        .map(|c| PathBuf::from(c.as_os_str())),
-                );
-            }
-        }
-    }
-    Ok(out)
 }
 
 /// Whether `s` would be read as an SQLite URI (`file:…`, any case).
@@ -389,15 +340,15 @@ mod tests {
         std::os::unix::fs::symlink("sub/real.db", root.join("link.db")).unwrap();
         std::os::unix::fs::symlink(root.join("link.db"), root.join("link2.db")).unwrap();
         assert_eq!(
-            resolve(&root.join("link2.db")).unwrap(),
+            crate::files::resolve_path(&root.join("link2.db")).unwrap(),
             root.join("sub/real.db")
         );
         assert_eq!(
-            resolve(&root.join("a/../b/./c.db")).unwrap(),
+            crate::files::resolve_path(&root.join("a/../b/./c.db")).unwrap(),
             root.join("b/c.db")
         );
         std::os::unix::fs::symlink("loop", root.join("loop")).unwrap();
-        assert!(resolve(&root.join("loop")).is_err());
+        assert!(crate::files::resolve_path(&root.join("loop")).is_err());
     }
 
     #[test]
