@@ -1,6 +1,7 @@
 //! The invariants of ARCHITECTURE.md, checked by reading the sources: where SQL, serde and
-//! stdout may appear, that every file says what it holds, and the size limits that keep the tool
-//! layer thin.
+//! stdout may appear, that every file says what it holds, the size limits that keep the tool
+//! layer thin, the order of the layers, the absence of import circles, and that every path the
+//! documents name exists.
 
 use std::path::{Path, PathBuf};
 
