@@ -8,10 +8,9 @@
 //! again. A lesson logged without a model, or under another model, has no vector for the
 //! current one until [`set_vector`] gives it one (the server's back-fill).
 
-use crate::store::{Db, StoreError};
-
 use super::{Backend, pg, sqlite};
 pub use crate::store::rows::lesson_vectors::{MAX_DIMENSION, VectorRow, decode, encode};
+use crate::store::{Db, StoreError};
 
 /// Stores `vector` as lesson `seq`'s vector under `model`, replacing any other, with the next
 /// revision. Does nothing when the lesson is gone. Call inside a write transaction.

@@ -1,6 +1,9 @@
 //! Lessons learned: the lesson table (unique per task and normalised strategy) and its FTS5
 //! index for related-lesson search.
 
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
 use super::{Backend, pg, sqlite};
 use crate::service::lessons::{Lesson, NewLesson, TaskKey, activation, search_terms};
 use crate::store::directives::{self, Directive, InterventionType};
@@ -9,8 +12,6 @@ pub use crate::store::rows::lessons::{
     Inserted, RAREST_KEPT, RELATED_CANDIDATES, Recorded, common_term_cutoff, tokens_from_spans,
 };
 use crate::store::{Db, StoreError};
-use chrono::{DateTime, Utc};
-use uuid::Uuid;
 
 /// Runs `f` inside a savepoint: its writes are kept when it returns `Ok` and undone when it
 /// returns `Err`, so a handler that turns an error into a structured result (which commits the

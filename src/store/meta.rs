@@ -1,6 +1,9 @@
 //! Meta-learning persistence: the state row, the event log, recorded predictions (the replay
 //! window) and open predictions issued by `gwt_compute_delta_sc`.
 
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
 use super::{Backend, pg, sqlite};
 use crate::service::meta::{Event, MetaState, Prediction, ResetScope};
 use crate::service::vocab::Domain;
@@ -9,8 +12,6 @@ pub use crate::store::rows::meta::{
     CloseError, EventQuery, OPEN_PREDICTION_TTL_DAYS, OpenPrediction, Windows,
 };
 use crate::store::{Db, StoreError};
-use chrono::{DateTime, Utc};
-use uuid::Uuid;
 
 /// Load the meta-learning state; the default state when none is stored yet.
 ///

@@ -12,6 +12,9 @@
 //! process refreshes its cached index incrementally (`seq > loaded_seq`); a row count or sequence
 //! that disagrees with the cache (a rolled-back write) triggers a full reload.
 
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
 use super::{Backend, pg, sqlite};
 use crate::service::delta_sc::{
     Fingerprint, Hit, NearbyVertex, StoredContext, StoredVertex, SurpriseNormalizer, VertexCache,
@@ -19,8 +22,6 @@ use crate::service::delta_sc::{
 };
 pub use crate::store::rows::vertices::{decode_fingerprint, encode_fingerprint};
 use crate::store::{Db, StoreError};
-use chrono::{DateTime, Utc};
-use uuid::Uuid;
 
 /// Bring `cache` up to date with the store: new or changed vertex rows since
 /// `cache.loaded_seq` go into the index (a full reload when the store has fewer rows or a lower

@@ -1,5 +1,5 @@
 //! The backend-neutral part of the admin family: row shapes, decoders and range checks, and
-//! the query text both backends share.
+//! the query text both backends share (see `rows/mod.rs`).
 
 use chrono::{DateTime, Utc};
 

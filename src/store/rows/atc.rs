@@ -1,5 +1,7 @@
 //! The backend-neutral part of the atc family: row shapes, decoders and range checks, and
-//! the query text both backends share.
+//! the query text both backends share (see `rows/mod.rs`).
+
+use std::collections::VecDeque;
 
 use crate::service::atc::bandit::ThompsonBandit;
 use crate::service::atc::drift::DriftTracker;
@@ -7,7 +9,6 @@ use crate::service::atc::state::{AtcState, Observation, WINDOW_CAPACITY};
 use crate::service::atc::thresholds::{THRESHOLD_COUNT, ThresholdName, ThresholdSet};
 use crate::service::vocab::{Domain, NUM_EMBEDDERS};
 use crate::store::{StoreError, count as stored_count, from_us, in_range, to_us};
-use std::collections::VecDeque;
 
 pub(crate) fn corrupt(what: impl std::fmt::Display) -> StoreError {
     StoreError::Corrupt(format!("ATC: {what}"))

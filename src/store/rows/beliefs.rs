@@ -1,9 +1,10 @@
 //! The backend-neutral part of the beliefs family: row shapes, decoders and range checks, and
-//! the query text both backends share.
+//! the query text both backends share (see `rows/mod.rs`).
+
+use uuid::Uuid;
 
 use crate::service::epistemic::{ActionType, Belief, BeliefEvent, BeliefStatus, UncertaintyType};
 use crate::store::{StoreError, from_us, in_range};
-use uuid::Uuid;
 
 pub(crate) fn corrupt(what: &str, e: impl std::fmt::Display) -> StoreError {
     StoreError::Corrupt(format!("{what}: {e}"))

@@ -1,10 +1,11 @@
 //! The backend-neutral part of the directives family: row shapes, decoders and range checks, and
-//! the query text both backends share.
+//! the query text both backends share (see `rows/mod.rs`).
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
 
 use crate::service::lessons::TaskKey;
 use crate::store::{StoreError, from_us};
-use chrono::{DateTime, Utc};
-use uuid::Uuid;
 
 /// The actor of the entries the server writes itself (its escalations, the merges of a
 /// migration), beside `service::lessons::DEFAULT_ACTOR` for a person.

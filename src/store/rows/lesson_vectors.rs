@@ -1,5 +1,5 @@
-//! The backend-neutral part of the lesson_vectors family: row shapes, decoders and range checks, and
-//! the query text both backends share.
+//! The backend-neutral part of the lesson_vectors family: row shapes, decoders and range
+//! checks, and the query text both backends share (see `rows/mod.rs`).
 
 use crate::store::StoreError;
 

@@ -1,11 +1,12 @@
 //! The backend-neutral part of the lessons family: row shapes, decoders and range checks, and
-//! the query text both backends share.
+//! the query text both backends share (see `rows/mod.rs`).
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
 
 use crate::service::lessons::{Activation, FailureType, Lesson, NewLesson, word_spans};
 use crate::store::rows::directives::Directive;
 use crate::store::{StoreError, from_us};
-use chrono::{DateTime, Utc};
-use uuid::Uuid;
 
 /// The stored `strategy_spans` of a normalised strategy: `(start, end)` byte offsets of its
 /// word tokens as little-endian `u32` pairs (both backends store the same bytes).

@@ -1,11 +1,12 @@
 //! The backend-neutral part of the meta family: row shapes, decoders and range checks, and
-//! the query text both backends share.
+//! the query text both backends share (see `rows/mod.rs`).
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
 
 use crate::service::meta::{Event, EventType, MetaState, Prediction, Window};
 use crate::service::vocab::{Domain, Lambdas, NUM_EMBEDDERS};
 use crate::store::{StoreError, count as stored_count, from_us, in_range, to_us};
-use chrono::{DateTime, Utc};
-use uuid::Uuid;
 
 /// Which accuracy windows a [`save`] writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,5 +1,7 @@
 //! The backend-neutral part of the vertices family: row shapes, decoders and range checks, and
-//! the query text both backends share.
+//! the query text both backends share (see `rows/mod.rs`).
+
+use uuid::Uuid;
 
 use crate::service::delta_sc::{
     E1Index, EmbedderKind, EmbedderRef, Fingerprint, FingerprintBuilder, SurpriseNormalizer,
@@ -7,7 +9,6 @@ use crate::service::delta_sc::{
 };
 use crate::service::vocab::EmbedderId;
 use crate::store::StoreError;
-use uuid::Uuid;
 
 /// Format tag of an encoded fingerprint (first byte).
 pub(crate) const FORMAT_V1: u8 = 1;

@@ -7,15 +7,17 @@
 //! with `PRAGMA query_only` on, so that nothing is ever written to it — damaged, foreign or
 //! healthy — and no `-wal`/`-shm` is left behind that was not there before.
 
+use std::path::{Path, PathBuf};
+
+use rusqlite::backup::{Backup, StepResult};
+use rusqlite::config::DbConfig;
+use rusqlite::{Connection, OpenFlags};
+
 use crate::service::MetaLearningService;
 use crate::store::rows::admin::Stats;
 use crate::store::rows::meta::EventQuery;
 use crate::store::sqlite::open::{self, Found};
 use crate::store::{BUSY_TIMEOUT, Db, DbPath, StoreError, from_us};
-use rusqlite::backup::{Backup, StepResult};
-use rusqlite::config::DbConfig;
-use rusqlite::{Connection, OpenFlags};
-use std::path::{Path, PathBuf};
 
 /// [`crate::store::admin::stats`] on SQLite.
 pub(crate) fn stats(conn: &Connection) -> Result<Stats, StoreError> {

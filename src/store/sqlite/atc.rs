@@ -1,4 +1,7 @@
-//! The SQLite side of [`crate::store::atc`]: its SQL, the family's migrations and their data steps.
+//! The SQLite side of [`crate::store::atc`]: its SQL, the family's migrations and their
+//! data steps.
+
+use rusqlite::{Connection, params};
 
 use crate::service::atc::state::{AtcState, Observation, WINDOW_CAPACITY};
 use crate::service::atc::thresholds::ThresholdName;
@@ -8,8 +11,6 @@ use crate::store::rows::atc::{
     LOAD_THRESHOLD_DRIFT, LOAD_THRESHOLDS, LoadedRows, SavedRows, state_from_rows,
 };
 use crate::store::{StoreError, to_us};
-use rusqlite::Connection;
-use rusqlite::params;
 
 /// Migration 8: drop the `ts_us` index, which no query used and which cost a third of the
 /// B-tree work of every observation inserted.

@@ -1,4 +1,7 @@
-//! The SQLite side of [`crate::store::beliefs`]: its SQL, the family's migrations and their data steps.
+//! The SQLite side of [`crate::store::beliefs`]: its SQL, the family's migrations and their
+//! data steps.
+
+use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use crate::service::epistemic::{
     Belief, BeliefEvent, BeliefStatus, UncertaintyType, WorkspaceSummary, binary_entropy,
@@ -7,8 +10,6 @@ use crate::store::rows::beliefs::{
     RawBelief, RawEvent, belief_from_raw, event_from_raw, sources_text, status,
 };
 use crate::store::{StoreError, to_us};
-use rusqlite::Connection;
-use rusqlite::{OptionalExtension, Row, params};
 
 /// Schema of the belief workspace.
 ///

@@ -1,10 +1,11 @@
-//! The SQLite side of [`crate::store::directives`]: its SQL, the family's migrations and their data steps.
+//! The SQLite side of [`crate::store::directives`]: its SQL, the family's migrations and their
+//! data steps.
+
+use rusqlite::{Connection, params};
 
 use crate::service::lessons::TaskKey;
 use crate::store::rows::directives::{Directive, RawDirective, directive_from_raw, task_key};
 use crate::store::{StoreError, to_us};
-use rusqlite::Connection;
-use rusqlite::params;
 
 /// Schema of the directive history (migration 2).
 pub const MIGRATION: &str = "

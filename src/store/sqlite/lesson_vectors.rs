@@ -1,10 +1,10 @@
-//! The SQLite side of [`crate::store::lesson_vectors`]: its SQL, the family's migrations and their data steps.
+//! The SQLite side of [`crate::store::lesson_vectors`]: its SQL, the family's migrations and their
+//! data steps.
+
+use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::store::StoreError;
-use rusqlite::{OptionalExtension, params};
-
 use crate::store::rows::lesson_vectors::{VectorRow, decode, encode};
-use rusqlite::Connection;
 
 /// Migration 12: the vector columns, and the index that finds vectors set since a revision.
 pub const MIGRATION_VECTORS: &str = "

@@ -1,4 +1,9 @@
-//! The SQLite side of [`crate::store::lessons`]: its SQL, the family's migrations and their data steps.
+//! The SQLite side of [`crate::store::lessons`]: its SQL, the family's migrations and their
+//! data steps.
+
+use chrono::{DateTime, Utc};
+use rusqlite::{Connection, OptionalExtension, Row, params};
+use uuid::Uuid;
 
 use crate::service::lessons::{Lesson, NewLesson, TaskKey};
 use crate::store::rows::lessons::{
@@ -6,10 +11,6 @@ use crate::store::rows::lessons::{
     lesson_from_raw, ranked_terms, stored,
 };
 use crate::store::{StoreError, to_us};
-use chrono::{DateTime, Utc};
-use rusqlite::Connection;
-use rusqlite::{OptionalExtension, Row, params};
-use uuid::Uuid;
 
 /// Schema of the lesson store.
 ///

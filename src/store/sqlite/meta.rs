@@ -1,4 +1,9 @@
-//! The SQLite side of [`crate::store::meta`]: its SQL, the family's migrations and their data steps.
+//! The SQLite side of [`crate::store::meta`]: its SQL, the family's migrations and their
+//! data steps.
+
+use chrono::{DateTime, Utc};
+use rusqlite::{Connection, OptionalExtension, Row, params};
+use uuid::Uuid;
 
 use crate::service::meta::{Event, MetaState, Prediction, WINDOW};
 use crate::service::vocab::{Domain, NUM_EMBEDDERS};
@@ -8,10 +13,6 @@ use crate::store::rows::meta::{
     state_from_rows, windows_to_write,
 };
 use crate::store::{StoreError, to_us};
-use chrono::{DateTime, Utc};
-use rusqlite::Connection;
-use rusqlite::{OptionalExtension, Row, params};
-use uuid::Uuid;
 
 /// Schema of the meta-learning family (migration 1).
 pub const MIGRATION: &str = "

@@ -1,7 +1,7 @@
 //! The SQLite backend: one database file (WAL journal) shared safely by several server
 //! processes on one machine. Every write runs inside `BEGIN IMMEDIATE`; schema changes are the
-//! numbered [`migrate::MIGRATIONS`] keyed by `PRAGMA user_version`, applied at start-up inside one
-//! transaction. The SQL of each family lives in the family's own module (`meta.rs`, …).
+//! numbered [`migrate::MIGRATIONS`] keyed by `PRAGMA user_version`, applied at start-up inside
+//! one transaction. The SQL of each family lives in the family's own module (`meta.rs`, …).
 
 use companions::Companions;
 use std::path::PathBuf;

@@ -1,4 +1,9 @@
-//! The SQLite side of [`crate::store::vertices`]: its SQL, the family's migrations and their data steps.
+//! The SQLite side of [`crate::store::vertices`]: its SQL, the family's migrations and their
+//! data steps.
+
+use chrono::{DateTime, Utc};
+use rusqlite::{Connection, OptionalExtension, params};
+use uuid::Uuid;
 
 use crate::service::delta_sc::{
     Fingerprint, StoredVertex, SurpriseNormalizer, VertexCache, VertexWrite,
@@ -9,10 +14,6 @@ use crate::store::rows::vertices::{
     decode_fingerprint, encode_e1, encode_fingerprint, histogram_rows, put_histogram, refresh_index,
 };
 use crate::store::{StoreError, to_us};
-use chrono::{DateTime, Utc};
-use rusqlite::Connection;
-use rusqlite::{OptionalExtension, params};
-use uuid::Uuid;
 
 /// Schema of the vertex family.
 pub const MIGRATION: &str = "
