@@ -423,6 +423,9 @@ fn without_tests(code: &str) -> (String, Vec<String>) {
     (out, test_mods)
 }
 
+/// The first words of a path that name this crate's modules from the file that holds it.
+const RELATIVE_ROOTS: [&str; 4] = ["crate", "super", "self", "meta_utl_mcp"];
+
 /// The module path of a source file (`src/store/sqlite/meta.rs` → `["store", "sqlite",
 /// "meta"]`; `mod.rs` and `lib.rs` name their folder; `main.rs` is `["main"]`).
 fn module_of(rel: &str) -> Vec<String> {
@@ -625,10 +628,12 @@ fn imports() -> std::collections::BTreeMap<String, std::collections::BTreeMap<St
                         let mut full = base.clone();
                         full.extend(p.split("::").skip(1).map(str::to_owned));
                         named.push(full);
-                    } else if matches!(head.as_str(), "crate" | "super" | "self" | "meta_utl_mcp") {
-                        if let Some(abs) = resolve(p) {
-                            named.push(abs);
-                        }
+                    } else if let Some(abs) = RELATIVE_ROOTS
+                        .contains(&head.as_str())
+                        .then(|| resolve(p))
+                        .flatten()
+                    {
+                        named.push(abs);
                     }
                 }
                 k = end.max(k + 1);

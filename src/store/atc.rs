@@ -2,20 +2,20 @@
 //! temperatures, bandit statistics, drift trackers and per-domain Level 3/4 bookkeeping.
 //!
 //! Observations are kept as a bounded window: after each insert, every touched embedder keeps only
-//! its newest [`WINDOW_CAPACITY`] rows (by insertion order), matching [`AtcState::ingest`].
+//! its newest [`WINDOW_CAPACITY`](crate::service::atc::state::WINDOW_CAPACITY) rows (by insertion order), matching [`AtcState::ingest`].
 //! Everything else is small and saved whole by [`save`].
 //!
 //! Index: `(embedder_id, seq)` serves the trim. There is deliberately no time or domain index:
 //! every ATC query (time ranges included) filters the cached windows in memory, and each index
 //! is one more B-tree that every one of 10,000 inserted (and trimmed) rows must update. The
-//! `ts_us` index of the first schema was never read; [`MIGRATION_DROP_TS_INDEX`] drops it.
+//! `ts_us` index of the first schema was never read; `sqlite::atc::MIGRATION_DROP_TS_INDEX` drops it.
 
 use super::{Backend, pg, sqlite};
 use crate::service::atc::state::{AtcState, Observation};
 use crate::store::{Db, StoreError};
 
 /// Append observations (in order) and trim each touched embedder's rows to its newest
-/// [`WINDOW_CAPACITY`].
+/// [`WINDOW_CAPACITY`](crate::service::atc::state::WINDOW_CAPACITY).
 ///
 /// # Errors
 /// [`StoreError::Sqlite`] on SQL failure.

@@ -167,7 +167,7 @@ pub fn delete_events_before(db: &Db<'_>, cutoff: DateTime<Utc>) -> Result<usize,
     }
 }
 
-/// Append a recorded prediction (the replay window is the newest [`WINDOW`] of these).
+/// Append a recorded prediction (the replay window is the newest [`WINDOW`](crate::service::meta::WINDOW) of these).
 ///
 /// # Errors
 /// [`StoreError::Sqlite`] on SQL failure.
@@ -182,7 +182,7 @@ pub fn insert_prediction(
     }
 }
 
-/// The replay window: the newest [`WINDOW`] recorded predictions (of `domain` when given),
+/// The replay window: the newest [`WINDOW`](crate::service::meta::WINDOW) recorded predictions (of `domain` when given),
 /// oldest first.
 ///
 /// # Errors

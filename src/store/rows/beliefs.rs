@@ -111,7 +111,7 @@ pub(crate) fn sources_text(b: &Belief) -> String {
         .join(",")
 }
 
-/// What [`merge`] did with one belief.
+/// What [`merge`](crate::store::beliefs::merge) did with one belief.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Merged {
     /// The belief was not present (by normalised target) and was created.

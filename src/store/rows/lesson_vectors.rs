@@ -39,7 +39,7 @@ pub fn decode(blob: &[u8], dimension: i64) -> Result<Vec<f32>, StoreError> {
     Ok(v)
 }
 
-/// A vector set after some revision, as [`vectors_since`] returns it.
+/// A vector set after some revision, as [`vectors_since`](crate::store::lesson_vectors::vectors_since) returns it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct VectorRow {
     /// The lesson's row key.

@@ -78,7 +78,7 @@ pub(crate) fn lesson_from_raw(raw: RawLesson) -> Result<Lesson, StoreError> {
     })
 }
 
-/// What [`insert`] did.
+/// What [`insert`](crate::store::lessons::insert) did.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Inserted {
     /// A new lesson was stored.
@@ -87,7 +87,7 @@ pub enum Inserted {
     Exists(Lesson),
 }
 
-/// The lesson [`insert`] stored: `l`, active, with its id and time.
+/// The lesson [`insert`](crate::store::lessons::insert) stored: `l`, active, with its id and time.
 pub(crate) fn stored(l: &NewLesson, id: Uuid, now: DateTime<Utc>) -> Lesson {
     Lesson {
         id,
@@ -105,7 +105,7 @@ pub(crate) fn stored(l: &NewLesson, id: Uuid, now: DateTime<Utc>) -> Lesson {
 /// One active lesson's strategy, as the blacklist check reads it.
 #[derive(Debug, Clone)]
 pub struct ActiveStrategy {
-    /// Row key, for [`get_by_seq`].
+    /// Row key, for [`get_by_seq`](crate::store::lessons::get_by_seq).
     pub seq: i64,
     /// The normalised strategy.
     pub normalised: String,
@@ -139,7 +139,7 @@ impl ActiveStrategy {
     }
 }
 
-/// What [`set_active_recorded`] did: the lesson as it was, the change, and the `OVERRIDE`
+/// What [`set_active_recorded`](crate::store::lessons::set_active_recorded) did: the lesson as it was, the change, and the `OVERRIDE`
 /// entry written to the directive history.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Recorded {
@@ -151,7 +151,7 @@ pub struct Recorded {
     pub directive: Directive,
 }
 
-/// What [`import`] did with one lesson.
+/// What [`import`](crate::store::lessons::import) did with one lesson.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Import {
     /// Stored, with its id, time and state.
@@ -169,7 +169,7 @@ pub const COMMON_TERM_FRACTION: f64 = 0.05;
 pub const COMMON_TERM_MIN_DOCS: f64 = 100.0;
 /// Whatever the store's size, a term found in more than this many lessons is common: ranking
 /// by it would score thousands of lessons for one check, and a term that frequent says little
-/// about which lessons are related. Also bounds the work of finding out (see [`related`]).
+/// about which lessons are related. Also bounds the work of finding out (see [`related`](crate::store::lessons::related)).
 pub const COMMON_TERM_MAX_DOCS: f64 = 2000.0;
 /// When every term is common, this many of the rarest are kept.
 pub const RAREST_KEPT: usize = 2;
@@ -183,7 +183,7 @@ pub fn common_term_cutoff(total: i64) -> f64 {
     (total as f64 * COMMON_TERM_FRACTION).clamp(COMMON_TERM_MIN_DOCS, COMMON_TERM_MAX_DOCS)
 }
 
-/// The terms [`related`] ranks by, given each term's document frequency and the number of
+/// The terms [`related`](crate::store::lessons::related) ranks by, given each term's document frequency and the number of
 /// lessons `total`: those in at most [`common_term_cutoff`]`(total)` lessons, in the order
 /// given; when none is, the [`RAREST_KEPT`] rarest (ties in the order given). Shared by both
 /// backends.

@@ -8,7 +8,7 @@ use crate::service::meta::{Event, EventType, MetaState, Prediction, Window};
 use crate::service::vocab::{Domain, Lambdas, NUM_EMBEDDERS};
 use crate::store::{StoreError, count as stored_count, from_us, in_range, to_us};
 
-/// Which accuracy windows a [`save`] writes.
+/// Which accuracy windows a [`save`](crate::store::meta::save) writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Windows {
     /// All 14 (after a reset, or when unsure).
@@ -87,7 +87,7 @@ pub(crate) fn state_from_rows(
     })
 }
 
-/// The accuracy windows [`save`] writes for `windows`, with their `meta_windows` ids (0 the
+/// The accuracy windows [`save`](crate::store::meta::save) writes for `windows`, with their `meta_windows` ids (0 the
 /// global window, 1–13 the embedders').
 pub(crate) fn windows_to_write(m: &MetaState, windows: Windows) -> Vec<(usize, &Window)> {
     match windows {

@@ -26,7 +26,7 @@ pub const APPLICATION_ID: i32 = i32::from_be_bytes(*b"MUTL");
 /// An existing file up to this size is checked with `PRAGMA quick_check` before the server
 /// starts (about 0.1 s warm and 0.7 s from a cold disk at this size, measured on the project
 /// VM). A larger file that needs no schema change is checked in the background instead: reads
-/// are served meanwhile, and writes wait for the check (see [`super::Store::write`]).
+/// are served meanwhile, and writes wait for the check (see [`crate::store::Store::write`]).
 pub const INLINE_CHECK_MAX_BYTES: u64 = 64 * 1024 * 1024;
 
 /// Tables that every file of ours has held since schema version 1 (migration 1 creates them).
