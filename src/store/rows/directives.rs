@@ -87,17 +87,37 @@ impl Directive {
     }
 }
 
-/// A directive row as stored: id, task id, intervention type, description, actor, created
-/// time (µs). Both backends decode it with [`directive_from_raw`].
-pub(crate) type RawDirective = (String, Option<String>, String, String, String, i64);
+/// A `directive_history` row as both backends read it (`SELECT id, task_id,
+/// intervention_type, description, actor, created_us`), before [`directive_from_row`] checks it.
+pub(crate) struct DirectiveRow {
+    /// The entry's UUID, as text.
+    pub(crate) id: String,
+    /// The task it concerns, when it concerns one.
+    pub(crate) task_id: Option<String>,
+    /// An [`InterventionType`] wire name.
+    pub(crate) intervention_type: String,
+    /// What was done and why.
+    pub(crate) description: String,
+    /// Who did it.
+    pub(crate) actor: String,
+    /// When, in µs since the Unix epoch (UTC).
+    pub(crate) created_us: i64,
+}
 
 /// The entry of a stored row.
 ///
 /// # Errors
 /// [`StoreError::Corrupt`] for an id that is not a UUID, an unknown intervention type, or a
 /// time outside chrono's range.
-pub(crate) fn directive_from_raw(raw: RawDirective) -> Result<Directive, StoreError> {
-    let (id, task_id, kind, description, actor, created) = raw;
+pub(crate) fn directive_from_row(row: DirectiveRow) -> Result<Directive, StoreError> {
+    let DirectiveRow {
+        id,
+        task_id,
+        intervention_type: kind,
+        description,
+        actor,
+        created_us,
+    } = row;
     Ok(Directive {
         id: Uuid::parse_str(&id)
             .map_err(|e| StoreError::Corrupt(format!("directive id {id:?}: {e}")))?,
@@ -106,7 +126,7 @@ pub(crate) fn directive_from_raw(raw: RawDirective) -> Result<Directive, StoreEr
             .ok_or_else(|| StoreError::Corrupt(format!("intervention type {kind:?}")))?,
         description,
         actor,
-        created_at: from_us(created)?,
+        created_at: from_us(created_us)?,
     })
 }
 

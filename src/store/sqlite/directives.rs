@@ -4,7 +4,7 @@
 use rusqlite::{Connection, params};
 
 use crate::service::lessons::TaskKey;
-use crate::store::rows::directives::{Directive, RawDirective, directive_from_raw, task_key};
+use crate::store::rows::directives::{Directive, DirectiveRow, directive_from_row, task_key};
 use crate::store::{StoreError, to_us};
 
 /// Schema of the directive history (migration 2).
@@ -109,10 +109,17 @@ pub(crate) fn list(
     values.push((limit.min(i64::MAX as usize) as i64).into());
     values.push((offset.min(i64::MAX as usize) as i64).into());
     let rows = stmt.query_map(rusqlite::params_from_iter(values.iter()), |r| {
-        RawDirective::try_from(r)
+        Ok(DirectiveRow {
+            id: r.get(0)?,
+            task_id: r.get(1)?,
+            intervention_type: r.get(2)?,
+            description: r.get(3)?,
+            actor: r.get(4)?,
+            created_us: r.get(5)?,
+        })
     })?;
     let out = rows
-        .map(|row| directive_from_raw(row?))
+        .map(|row| directive_from_row(row?))
         .collect::<Result<_, StoreError>>()?;
     Ok((out, total as usize))
 }
