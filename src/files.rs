@@ -9,9 +9,67 @@
 //! by inode, so a hard link is caught too), any SQLite file (by its header), something other
 //! than a regular file, or an existing file when the command was not given `--force`.
 
+use std::fs;
 use std::fs::File;
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
+
+/// The file `p` names: absolute, every symbolic link resolved (a dangling one too, so that the
+/// file it points to is the one created and made private), `.` and `..` applied, as the store
+/// resolves `--db`.
+///
+/// # Errors
+/// A symlink that cannot be read, or more than 40 links in a row (a loop).
+pub fn resolve_path(p: &Path) -> std::io::Result<PathBuf> {
+    let absolute = std::path::absolute(p)?;
+    let mut pending: Vec<PathBuf> = absolute
+        .components()
+        .rev()
+        .map(|c| PathBuf::from(c.as_os_str()))
+        .collect();
+    let mut out = PathBuf::new();
+    let mut links = 0;
+    while let Some(part) = pending.pop() {
+        match part.components().next() {
+            Some(Component::Prefix(_) | Component::RootDir) => out.push(&part),
+            Some(Component::CurDir) | None => {}
+            Some(Component::ParentDir) => {
+                out.pop();
+            }
+            Some(Component::Normal(name)) => {
+                let next = out.join(name);
+                let is_link = fs::symlink_metadata(&next)
+                    .map(|m| m.file_type().is_symlink())
+                    .unwrap_or(false);
+                if !is_link {
+                    out = next;
+                    continue;
+                }
+                links += 1;
+                if links > 40 {
+                    return Err(std::io::Error::other("too many levels of symbolic links"));
+                }
+                let target = fs::read_link(&next)?;
+                // A relative target is read from the link's directory (`out`); an absolute one
+                // restarts from its root, which `push` does.
+                pending.extend(
+                    target
+                        .components()
+                        .rev()
+                        .map(|c| PathBuf::from(c.as_os_str())),
+                );
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// `p` with `suffix` appended to its file name (`db` + `-wal`): a database's companion file.
+pub fn with_suffix(p: &Path, suffix: &str) -> PathBuf {
+    let mut s = p.as_os_str().to_owned();
+    s.push(suffix);
+    PathBuf::from(s)
+}
 
 /// The first 16 bytes of every SQLite database file.
 pub const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
@@ -128,13 +186,9 @@ pub fn check_destination(
 /// Whether `dest` is the database `db` or one of its companions: the same path once the
 /// folders' symbolic links are resolved, or the same inode.
 fn is_database_file(dest: &Path, dest_meta: Option<&std::fs::Metadata>, db: &Path) -> bool {
-    let real_db = crate::store::resolve_path(db).unwrap_or_else(|_| db.to_path_buf());
+    let real_db = resolve_path(db).unwrap_or_else(|_| db.to_path_buf());
     let candidates: Vec<PathBuf> = std::iter::once(real_db.clone())
-        .chain(
-            COMPANIONS
-                .iter()
-                .map(|s| crate::store::with_suffix(&real_db, s)),
-        )
+        .chain(COMPANIONS.iter().map(|s| with_suffix(&real_db, s)))
         .collect();
     let real_dest = std::path::absolute(dest)
         .ok()
@@ -142,7 +196,7 @@ fn is_database_file(dest: &Path, dest_meta: Option<&std::fs::Metadata>, db: &Pat
             let parent = abs.parent()?;
             let name = abs.file_name()?;
             Some(
-                crate::store::resolve_path(parent)
+                resolve_path(parent)
                     .unwrap_or_else(|_| parent.to_path_buf())
                     .join(name),
             )
@@ -271,7 +325,7 @@ impl Drop for Staged {
             self.file = None;
             let _ = std::fs::remove_file(&self.tmp);
             for suffix in COMPANIONS {
-                let _ = std::fs::remove_file(crate::store::with_suffix(&self.tmp, suffix));
+                let _ = std::fs::remove_file(with_suffix(&self.tmp, suffix));
             }
         }
     }

@@ -5,8 +5,10 @@
 //!   writer of stdout.
 //! - [`protocol`]: JSON-RPC 2.0 framing and the MCP lifecycle messages.
 //! - [`tools`]: the tool registry, argument parsing, and one file per tool family.
+//! - [`files`]: replacing a file whole (the console's outputs) and resolving a path as `--db` is.
 //! - [`service`]: the `MetaLearningService` facade and the numerics (no I/O, no JSON, no SQL).
-//! - [`store`]: SQLite persistence; the only module with SQL.
+//! - [`store`]: persistence in SQLite (one machine) or PostgreSQL (a team); the only module
+//!   with SQL.
 //! - [`semantic`]: the embedding matcher at run time (model loading, back-fill, the
 //!   related-lessons index); off without a model.
 //! - [`console`]: the operator's console (`status`, `lessons`, `export`, `report`, …), the

@@ -2,247 +2,16 @@
 //! index for related-lesson search.
 
 use chrono::{DateTime, Utc};
-use rusqlite::{OptionalExtension, Row, params};
 use uuid::Uuid;
 
-use super::{Db, StoreError, from_us, to_us};
-use super::{pg, sqlite_or};
-use crate::service::lessons::{
-    Activation, FailureType, Lesson, NewLesson, TaskKey, activation, search_terms, word_spans,
-};
+use super::{Backend, pg, sqlite};
+use crate::service::lessons::{Lesson, NewLesson, TaskKey, activation, search_terms};
 use crate::store::directives::{self, Directive, InterventionType};
-
-/// Schema of the lesson store.
-///
-/// - `UNIQUE (task_id, normalised_strategy)` makes duplicate lessons impossible even when
-///   several processes log at once; its index also serves every per-task lookup.
-/// - `lessons_active` serves the blacklist check: the active lessons of one task, oldest first.
-/// - `lessons_fts` (FTS5, `unicode61`) indexes [`crate::service::lessons::search_terms`] with
-///   `rowid = lessons.seq`, ranked by bm25 for `include_related`; `lessons_fts_vocab` gives
-///   each term's document frequency so that stop words can be left out of a query.
-pub const MIGRATION: &str = "
-CREATE TABLE lessons (
-    seq                   INTEGER PRIMARY KEY,
-    id                    TEXT    NOT NULL UNIQUE,
-    task_id               TEXT    NOT NULL,
-    strategy_description  TEXT    NOT NULL,
-    normalised_strategy   TEXT    NOT NULL,
-    rca_summary           TEXT    NOT NULL,
-    failure_type          TEXT    NOT NULL CHECK (failure_type IN ('ARCHITECTURAL_MISUNDERSTANDING',
-                              'TOOL_MISUSE', 'DEPENDENCY_CONFLICT', 'LOGIC_ERROR', 'UNKNOWN')),
-    source_agent          TEXT    NOT NULL,
-    is_active             INTEGER NOT NULL DEFAULT 1 CHECK (is_active IN (0, 1)),
-    created_us            INTEGER NOT NULL,
-    UNIQUE (task_id, normalised_strategy)
-) STRICT;
-CREATE INDEX lessons_active ON lessons (task_id, is_active, seq);
-CREATE VIRTUAL TABLE lessons_fts USING fts5(terms, tokenize = 'unicode61');
-CREATE VIRTUAL TABLE lessons_fts_vocab USING fts5vocab(lessons_fts, 'row');
-";
-
-/// Migration 9: each lesson keeps the byte ranges of its strategy's word tokens
-/// ([`crate::service::lessons::word_spans`]), as `(start, end)` pairs of little-endian `u32`,
-/// so that a blacklist check reads them instead of running Unicode word segmentation over every
-/// stored strategy of the task (four fifths of its time). [`fill_strategy_spans`] fills the
-/// column for lessons stored before.
-pub const MIGRATION_SPANS: &str = "
-ALTER TABLE lessons ADD COLUMN strategy_spans BLOB NOT NULL DEFAULT x'';
-";
-
-/// The stored `strategy_spans` of a normalised strategy: `(start, end)` byte offsets of its
-/// word tokens as little-endian `u32` pairs (both backends store the same bytes).
-pub(crate) fn encode_spans(normalised: &str) -> Vec<u8> {
-    let mut out = Vec::new();
-    for (start, end) in word_spans(normalised) {
-        // A strategy is at most 4,096 characters (16 KiB), far inside u32.
-        out.extend_from_slice(&(start as u32).to_le_bytes());
-        out.extend_from_slice(&(end as u32).to_le_bytes());
-    }
-    out
-}
-
-/// The word tokens of a stored strategy, read from its stored spans.
-///
-/// # Errors
-/// [`StoreError::Corrupt`] when the spans do not cut `normalised` at character boundaries.
-pub fn tokens_from_spans<'a>(
-    normalised: &'a str,
-    spans: &[u8],
-) -> Result<Vec<&'a str>, StoreError> {
-    let corrupt = || StoreError::Corrupt(format!("token spans of lesson strategy {normalised:?}"));
-    if !spans.len().is_multiple_of(8) {
-        return Err(corrupt());
-    }
-    spans
-        .chunks_exact(8)
-        .map(|c| {
-            let start = u32::from_le_bytes(c[..4].try_into().expect("4 bytes")) as usize;
-            let end = u32::from_le_bytes(c[4..].try_into().expect("4 bytes")) as usize;
-            normalised.get(start..end).ok_or_else(corrupt)
-        })
-        .collect()
-}
-
-/// Data step of migration 9: compute the token spans of every stored lesson.
-///
-/// # Errors
-/// SQL failure.
-pub fn fill_strategy_spans(conn: &rusqlite::Connection) -> rusqlite::Result<()> {
-    let rows: Vec<(i64, String)> = conn
-        .prepare("SELECT seq, normalised_strategy FROM lessons")?
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
-        .collect::<Result<_, _>>()?;
-    let mut update = conn.prepare("UPDATE lessons SET strategy_spans = ?2 WHERE seq = ?1")?;
-    for (seq, normalised) in rows {
-        update.execute(params![seq, encode_spans(&normalised)])?;
-    }
-    Ok(())
-}
-
-/// Migration 10: task ids are compared folded ([`TaskKey`]: case, width, surrounding spaces),
-/// so `"TASK-42"` and `" task-42 "` are one task. Each lesson keeps its key in `task_key`;
-/// [`fill_task_keys`] fills it for lessons stored before, merges lessons that become duplicates,
-/// and then builds the indexes of [`TASK_KEY_INDEXES`].
-pub const MIGRATION_TASK_KEY: &str = "
-ALTER TABLE lessons ADD COLUMN task_key TEXT NOT NULL DEFAULT '';
-";
-
-/// The indexes over `task_key`, built by [`fill_task_keys`] once every key is known:
-///
-/// - `lessons_task_key_strategy`, unique: one lesson per (task key, normalised strategy), which
-///   makes concurrent duplicates resolve to one row; it also serves every per-task lookup. (The
-///   table's original `UNIQUE (task_id, normalised_strategy)` stays: SQLite cannot drop a table
-///   constraint, and equal ids have equal keys, so it never refuses what this one allows.)
-/// - `lessons_active_by_key` replaces `lessons_active`: the active lessons of one task, oldest
-///   first, for the blacklist check.
-pub const TASK_KEY_INDEXES: &str = "
-CREATE UNIQUE INDEX lessons_task_key_strategy ON lessons (task_key, normalised_strategy);
-CREATE INDEX lessons_active_by_key ON lessons (task_key, is_active, seq);
-DROP INDEX lessons_active;
-";
-
-/// Data step of migration 10: the [`TaskKey`] of every stored lesson.
-///
-/// Lessons whose task ids differ only in case, width or surrounding spaces, and whose normalised
-/// strategies are equal, were logged twice because of the case-sensitive comparison; they
-/// become one. The oldest is kept (its id, text and summary), active if any of them was (a
-/// strategy that was blocked under one spelling stays blocked); each later one is deleted, with
-/// its search terms, and an `OVERRIDE` entry in the directive history (by
-/// [`super::directives::SERVER_ACTOR`])
-/// keeps its id, task id, strategy and root-cause summary. Then [`TASK_KEY_INDEXES`] are built.
-///
-/// # Errors
-/// SQL failure.
-pub fn fill_task_keys(conn: &rusqlite::Connection) -> rusqlite::Result<()> {
-    type Row = (i64, String, String, String, String, String, bool);
-    let rows: Vec<Row> = conn
-        .prepare(
-            "SELECT seq, id, task_id, normalised_strategy, strategy_description, rca_summary,
-                    is_active
-             FROM lessons ORDER BY seq",
-        )?
-        .query_map([], |r| {
-            Ok((
-                r.get(0)?,
-                r.get(1)?,
-                r.get(2)?,
-                r.get(3)?,
-                r.get(4)?,
-                r.get(5)?,
-                r.get::<_, i64>(6)? != 0,
-            ))
-        })?
-        .collect::<Result<_, _>>()?;
-    // (key, normalised strategy) → index in `rows` of the lesson kept.
-    let mut kept: std::collections::HashMap<(String, String), usize> = Default::default();
-    let mut set_key = conn.prepare("UPDATE lessons SET task_key = ?2 WHERE seq = ?1")?;
-    let mut merges: Vec<(usize, usize)> = Vec::new();
-    for (i, (seq, _, task_id, normalised, ..)) in rows.iter().enumerate() {
-        let key = TaskKey::of(task_id).as_str().to_owned();
-        match kept.entry((key, normalised.clone())) {
-            std::collections::hash_map::Entry::Occupied(k) => merges.push((i, *k.get())),
-            std::collections::hash_map::Entry::Vacant(v) => {
-                set_key.execute(params![seq, v.key().0])?;
-                v.insert(i);
-            }
-        }
-    }
-    let now = to_us(chrono::Utc::now());
-    for (dup, keep) in merges {
-        let (seq, id, task_id, _, strategy, rca, active) = &rows[dup];
-        let (keep_seq, keep_id, keep_task, ..) = &rows[keep];
-        if *active {
-            conn.execute(
-                "UPDATE lessons SET is_active = 1 WHERE seq = ?1",
-                [keep_seq],
-            )?;
-        }
-        conn.execute("DELETE FROM lessons WHERE seq = ?1", [seq])?;
-        conn.execute("DELETE FROM lessons_fts WHERE rowid = ?1", [seq])?;
-        let note = format!(
-            "lesson {id} (task {task_id:?}, strategy {strategy:?}, {state}) merged into lesson \
-             {keep_id} (task {keep_task:?}): task ids that differ only in case, width or \
-             surrounding spaces name one task. Its root-cause summary: {rca}",
-            state = if *active { "active" } else { "inactive" },
-        );
-        conn.execute(
-            "INSERT INTO directive_history (id, task_id, intervention_type, description, actor,
-                                            created_us)
-             VALUES (?1, ?2, 'OVERRIDE', ?3, ?4, ?5)",
-            params![
-                Uuid::new_v4().to_string(),
-                keep_task,
-                note,
-                super::directives::SERVER_ACTOR,
-                now
-            ],
-        )?;
-    }
-    conn.execute_batch(TASK_KEY_INDEXES)
-}
-
-const COLUMNS: &str = "l.id, l.task_id, l.strategy_description, l.normalised_strategy, \
-                       l.rca_summary, l.failure_type, l.source_agent, l.is_active, l.created_us";
-
-/// A lesson row as stored, in [`COLUMNS`] order (both backends decode it with
-/// [`lesson_from_raw`]).
-pub(crate) type RawLesson = (
-    String,
-    String,
-    String,
-    String,
-    String,
-    String,
-    String,
-    bool,
-    i64,
-);
-
-fn raw_lesson(r: &Row<'_>) -> rusqlite::Result<RawLesson> {
-    RawLesson::try_from(r)
-}
-
-/// The lesson of a stored row.
-///
-/// # Errors
-/// [`StoreError::Corrupt`] for an id that is not a UUID, an unknown failure type, or a time
-/// outside chrono's range.
-pub(crate) fn lesson_from_raw(raw: RawLesson) -> Result<Lesson, StoreError> {
-    let (id, task_id, strategy, normalised, rca, failure, agent, active, created) = raw;
-    Ok(Lesson {
-        id: Uuid::parse_str(&id)
-            .map_err(|e| StoreError::Corrupt(format!("lesson id {id:?}: {e}")))?,
-        task_id,
-        strategy_description: strategy,
-        normalised_strategy: normalised,
-        rca_summary: rca,
-        failure_type: FailureType::parse(&failure)
-            .map_err(|e| StoreError::Corrupt(format!("lesson failure type: {e}")))?,
-        source_agent: agent,
-        is_active: active,
-        created_at: from_us(created)?,
-    })
-}
+pub use crate::store::rows::lessons::{
+    ActiveStrategy, COMMON_TERM_FRACTION, COMMON_TERM_MAX_DOCS, COMMON_TERM_MIN_DOCS, Import,
+    Inserted, RAREST_KEPT, RELATED_CANDIDATES, Recorded, common_term_cutoff, tokens_from_spans,
+};
+use crate::store::{Db, StoreError};
 
 /// Runs `f` inside a savepoint: its writes are kept when it returns `Ok` and undone when it
 /// returns `Err`, so a handler that turns an error into a structured result (which commits the
@@ -268,15 +37,6 @@ pub fn atomically<T, E: From<StoreError>>(
     }
 }
 
-/// What [`insert`] did.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Inserted {
-    /// A new lesson was stored.
-    New(Lesson),
-    /// The task already had a lesson with this normalised strategy (active or not).
-    Exists(Lesson),
-}
-
 /// Stores a lesson unless its task (by [`TaskKey`]) already has one with the same normalised
 /// strategy. Call inside a write transaction (`BEGIN IMMEDIATE` serialises concurrent loggers;
 /// the unique index is the backstop). `now` is stored in whole microseconds, as the caller
@@ -291,57 +51,9 @@ pub fn insert(
     search_terms: &str,
     now: DateTime<Utc>,
 ) -> Result<Inserted, StoreError> {
-    let conn = sqlite_or!(db, pg => pg::lessons::insert(pg, l, id, search_terms, now));
-    if let Some(existing) = find_by_strategy(db, &l.task_key, &l.normalised_strategy)? {
-        return Ok(Inserted::Exists(existing));
-    }
-    let seq: Option<i64> = conn
-        .prepare_cached(
-            "INSERT INTO lessons (id, task_id, strategy_description, normalised_strategy,
-                                  rca_summary, failure_type, source_agent, is_active, created_us,
-                                  strategy_spans, task_key)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 1, ?8, ?9, ?10)
-             ON CONFLICT DO NOTHING
-             RETURNING seq",
-        )?
-        .query_row(
-            params![
-                id.to_string(),
-                l.task_id,
-                l.strategy_description,
-                l.normalised_strategy,
-                l.rca_summary,
-                l.failure_type.as_str(),
-                l.source_agent,
-                to_us(now),
-                encode_spans(&l.normalised_strategy),
-                l.task_key.as_str(),
-            ],
-            |r| r.get(0),
-        )
-        .optional()?;
-    let Some(seq) = seq else {
-        let existing = find_by_strategy(db, &l.task_key, &l.normalised_strategy)?
-            .ok_or_else(|| StoreError::Corrupt("lesson conflict without a row".into()))?;
-        return Ok(Inserted::Exists(existing));
-    };
-    conn.prepare_cached("INSERT INTO lessons_fts (rowid, terms) VALUES (?1, ?2)")?
-        .execute(params![seq, search_terms])?;
-    Ok(Inserted::New(stored(l, id, now)))
-}
-
-/// The lesson [`insert`] stored: `l`, active, with its id and time.
-pub(crate) fn stored(l: &NewLesson, id: Uuid, now: DateTime<Utc>) -> Lesson {
-    Lesson {
-        id,
-        task_id: l.task_id.clone(),
-        strategy_description: l.strategy_description.clone(),
-        normalised_strategy: l.normalised_strategy.clone(),
-        rca_summary: l.rca_summary.clone(),
-        failure_type: l.failure_type,
-        source_agent: l.source_agent.clone(),
-        is_active: true,
-        created_at: now,
+    match db.backend() {
+        Backend::Sqlite(conn) => sqlite::lessons::insert(conn, l, id, search_terms, now),
+        Backend::Postgres(pg) => pg::lessons::insert(pg, l, id, search_terms, now),
     }
 }
 
@@ -354,14 +66,10 @@ pub fn find_by_strategy(
     key: &TaskKey,
     normalised_strategy: &str,
 ) -> Result<Option<Lesson>, StoreError> {
-    let conn = sqlite_or!(db, pg => pg::lessons::find_by_strategy(pg, key, normalised_strategy));
-    conn.prepare_cached(&format!(
-        "SELECT {COLUMNS} FROM lessons l WHERE l.task_key = ?1 AND l.normalised_strategy = ?2"
-    ))?
-    .query_row(params![key.as_str(), normalised_strategy], raw_lesson)
-    .optional()?
-    .map(lesson_from_raw)
-    .transpose()
+    match db.backend() {
+        Backend::Sqlite(conn) => sqlite::lessons::find_by_strategy(conn, key, normalised_strategy),
+        Backend::Postgres(pg) => pg::lessons::find_by_strategy(pg, key, normalised_strategy),
+    }
 }
 
 /// The lesson with this id.
@@ -369,12 +77,10 @@ pub fn find_by_strategy(
 /// # Errors
 /// [`StoreError`] on SQL failure or an unreadable row.
 pub fn get(db: &Db<'_>, id: Uuid) -> Result<Option<Lesson>, StoreError> {
-    let conn = sqlite_or!(db, pg => pg::lessons::get(pg, id));
-    conn.prepare_cached(&format!("SELECT {COLUMNS} FROM lessons l WHERE l.id = ?1"))?
-        .query_row([id.to_string()], raw_lesson)
-        .optional()?
-        .map(lesson_from_raw)
-        .transpose()
+    match db.backend() {
+        Backend::Sqlite(conn) => sqlite::lessons::get(conn, id),
+        Backend::Postgres(pg) => pg::lessons::get(pg, id),
+    }
 }
 
 /// The normalised strategies of one task's active lessons with their row keys, oldest first
@@ -384,60 +90,9 @@ pub fn get(db: &Db<'_>, id: Uuid) -> Result<Option<Lesson>, StoreError> {
 /// # Errors
 /// [`StoreError::Sqlite`] on SQL failure.
 pub fn active_strategies(db: &Db<'_>, key: &TaskKey) -> Result<Vec<ActiveStrategy>, StoreError> {
-    let conn = sqlite_or!(db, pg => pg::lessons::active_strategies(pg, key));
-    let mut stmt = conn.prepare_cached(
-        "SELECT seq, normalised_strategy, strategy_spans, embedding_model, embedding,
-                embedding_dim
-         FROM lessons WHERE task_key = ?1 AND is_active = 1 ORDER BY seq",
-    )?;
-    let rows = stmt.query_map([key.as_str()], |r| {
-        Ok(ActiveStrategy {
-            seq: r.get(0)?,
-            normalised: r.get(1)?,
-            spans: r.get(2)?,
-            vector: match (r.get::<_, Option<String>>(3)?, r.get(4)?, r.get(5)?) {
-                (Some(model), Some(blob), Some(dim)) => Some((model, blob, dim)),
-                _ => None,
-            },
-        })
-    })?;
-    Ok(rows.collect::<Result<_, _>>()?)
-}
-
-/// One active lesson's strategy, as the blacklist check reads it.
-#[derive(Debug, Clone)]
-pub struct ActiveStrategy {
-    /// Row key, for [`get_by_seq`].
-    pub seq: i64,
-    /// The normalised strategy.
-    pub normalised: String,
-    /// Its word tokens' byte ranges; read them with [`ActiveStrategy::tokens`].
-    pub(crate) spans: Vec<u8>,
-    /// The stored vector: model, BLOB, dimension (see [`super::lesson_vectors`]).
-    pub(crate) vector: Option<(String, Vec<u8>, i64)>,
-}
-
-impl ActiveStrategy {
-    /// The strategy's word tokens, from the stored spans.
-    ///
-    /// # Errors
-    /// [`StoreError::Corrupt`] when the stored spans do not fit the strategy.
-    pub fn tokens(&self) -> Result<Vec<&str>, StoreError> {
-        tokens_from_spans(&self.normalised, &self.spans)
-    }
-
-    /// The lesson's stored vector when `model` produced it; `None` when it has none or another
-    /// model's.
-    ///
-    /// # Errors
-    /// [`StoreError::Corrupt`] when the stored vector is damaged.
-    pub fn vector(&self, model: &str) -> Result<Option<Vec<f32>>, StoreError> {
-        match &self.vector {
-            Some((m, blob, dim)) if m == model => {
-                super::lesson_vectors::decode(blob, *dim).map(Some)
-            }
-            _ => Ok(None),
-        }
+    match db.backend() {
+        Backend::Sqlite(conn) => sqlite::lessons::active_strategies(conn, key),
+        Backend::Postgres(pg) => pg::lessons::active_strategies(pg, key),
     }
 }
 
@@ -446,12 +101,10 @@ impl ActiveStrategy {
 /// # Errors
 /// [`StoreError`] on SQL failure or an unreadable row.
 pub fn get_by_seq(db: &Db<'_>, seq: i64) -> Result<Option<Lesson>, StoreError> {
-    let conn = sqlite_or!(db, pg => pg::lessons::get_by_seq(pg, seq));
-    conn.prepare_cached(&format!("SELECT {COLUMNS} FROM lessons l WHERE l.seq = ?1"))?
-        .query_row([seq], raw_lesson)
-        .optional()?
-        .map(lesson_from_raw)
-        .transpose()
+    match db.backend() {
+        Backend::Sqlite(conn) => sqlite::lessons::get_by_seq(conn, seq),
+        Backend::Postgres(pg) => pg::lessons::get_by_seq(pg, seq),
+    }
 }
 
 /// Sets a lesson's `is_active`; returns the lesson as it was before, or `None` if there is no
@@ -460,25 +113,10 @@ pub fn get_by_seq(db: &Db<'_>, seq: i64) -> Result<Option<Lesson>, StoreError> {
 /// # Errors
 /// [`StoreError`] on SQL failure or an unreadable row.
 pub fn set_active(db: &Db<'_>, id: Uuid, active: bool) -> Result<Option<Lesson>, StoreError> {
-    let conn = sqlite_or!(db, pg => pg::lessons::set_active(pg, id, active));
-    let Some(before) = get(db, id)? else {
-        return Ok(None);
-    };
-    conn.prepare_cached("UPDATE lessons SET is_active = ?2 WHERE id = ?1")?
-        .execute(params![id.to_string(), i64::from(active)])?;
-    Ok(Some(before))
-}
-
-/// What [`set_active_recorded`] did: the lesson as it was, the change, and the `OVERRIDE`
-/// entry written to the directive history.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Recorded {
-    /// The lesson before the change.
-    pub before: Lesson,
-    /// The lesson after, whether `is_active` changed, and the note.
-    pub change: Activation,
-    /// The directive-history entry recording it.
-    pub directive: Directive,
+    match db.backend() {
+        Backend::Sqlite(conn) => sqlite::lessons::set_active(conn, id, active),
+        Backend::Postgres(pg) => pg::lessons::set_active(pg, id, active),
+    }
 }
 
 /// Lift (`active = false`) or restore (`true`) lesson `id` and record it in the directive
@@ -527,26 +165,10 @@ pub fn list(
     key: Option<&TaskKey>,
     include_inactive: bool,
 ) -> Result<Vec<Lesson>, StoreError> {
-    let conn = sqlite_or!(db, pg => pg::lessons::list(pg, key, include_inactive));
-    let mut stmt = conn.prepare_cached(&format!(
-        "SELECT {COLUMNS} FROM lessons l
-         WHERE (?1 IS NULL OR l.task_key = ?1) AND (?2 OR l.is_active = 1)
-         ORDER BY l.seq"
-    ))?;
-    let rows = stmt.query_map(
-        params![key.map(TaskKey::as_str), include_inactive],
-        raw_lesson,
-    )?;
-    rows.map(|r| lesson_from_raw(r?)).collect()
-}
-
-/// What [`import`] did with one lesson.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Import {
-    /// Stored, with its id, time and state.
-    Added,
-    /// Already present (the same id, or the same task and normalised strategy): left as it is.
-    Skipped,
+    match db.backend() {
+        Backend::Sqlite(conn) => sqlite::lessons::list(conn, key, include_inactive),
+        Backend::Postgres(pg) => pg::lessons::list(pg, key, include_inactive),
+    }
 }
 
 /// Store a lesson exported from another database, keeping its id, creation time and
@@ -578,47 +200,6 @@ pub fn import(
     }
 }
 
-/// A term found in more than this fraction of all lessons (and in more than
-/// [`COMMON_TERM_MIN_DOCS`]) is too common to rank by (a stop word such as "the"); it is left
-/// out of the related-lessons query.
-pub const COMMON_TERM_FRACTION: f64 = 0.05;
-/// Below this many lessons containing it, no term counts as common (small stores rank by every
-/// term; bm25's IDF already discounts stop words).
-pub const COMMON_TERM_MIN_DOCS: f64 = 100.0;
-/// Whatever the store's size, a term found in more than this many lessons is common: ranking
-/// by it would score thousands of lessons for one check, and a term that frequent says little
-/// about which lessons are related. Also bounds the work of finding out (see [`related`]).
-pub const COMMON_TERM_MAX_DOCS: f64 = 2000.0;
-/// When every term is common, this many of the rarest are kept.
-pub const RAREST_KEPT: usize = 2;
-/// Candidates ranked by the full-text index before the task and activity filters apply.
-pub const RELATED_CANDIDATES: usize = 64;
-
-/// The most lessons a term may be found in and still rank related lessons, among `total`:
-/// [`COMMON_TERM_FRACTION`] of `total`, at least [`COMMON_TERM_MIN_DOCS`] and at most
-/// [`COMMON_TERM_MAX_DOCS`] (100 up to 2,000 lessons, then 5 %, then 2,000 from 40,000 on).
-pub fn common_term_cutoff(total: i64) -> f64 {
-    (total as f64 * COMMON_TERM_FRACTION).clamp(COMMON_TERM_MIN_DOCS, COMMON_TERM_MAX_DOCS)
-}
-
-/// The terms [`related`] ranks by, given each term's document frequency and the number of
-/// lessons `total`: those in at most [`common_term_cutoff`]`(total)` lessons, in the order
-/// given; when none is, the [`RAREST_KEPT`] rarest (ties in the order given). Shared by both
-/// backends.
-pub(crate) fn ranked_terms<T: Copy>(mut with_df: Vec<(T, i64)>, total: i64) -> Vec<T> {
-    let cutoff = common_term_cutoff(total);
-    let kept: Vec<T> = with_df
-        .iter()
-        .filter(|(_, df)| (*df as f64) <= cutoff)
-        .map(|(t, _)| *t)
-        .collect();
-    if !kept.is_empty() {
-        return kept;
-    }
-    with_df.sort_by_key(|(_, df)| *df);
-    with_df.iter().take(RAREST_KEPT).map(|(t, _)| *t).collect()
-}
-
 /// Up to `limit` active lessons of tasks other than `key`'s whose search terms share a term
 /// with `terms`, best first by FTS5 bm25 (ties: oldest first). Returns each lesson with its
 /// bm25 score (lower is more relevant; SQLite's sign convention). Empty `terms` → empty.
@@ -640,59 +221,10 @@ pub fn related(
     terms: &[String],
     limit: usize,
 ) -> Result<Vec<(Lesson, f64)>, StoreError> {
-    let conn = sqlite_or!(db, pg => pg::lessons::related(pg, key, terms, limit));
-    if terms.is_empty() || limit == 0 {
-        return Ok(Vec::new());
+    match db.backend() {
+        Backend::Sqlite(conn) => sqlite::lessons::related(conn, key, terms, limit),
+        Backend::Postgres(pg) => pg::lessons::related(pg, key, terms, limit),
     }
-    let total: i64 = conn
-        .prepare_cached("SELECT coalesce(max(seq), 0) FROM lessons")?
-        .query_row([], |r| r.get(0))?;
-    // Each term becomes an FTS5 string ("…" with inner quotes doubled), so no term can inject
-    // query syntax.
-    let quoted = |t: &str| format!("\"{}\"", t.replace('"', "\"\""));
-    // Counted up to one past the cutoff: enough to tell rare from common. A term the index
-    // splits differently (e.g. "don't") counts what its phrase matches.
-    let cap = common_term_cutoff(total) as i64 + 1;
-    let mut capped = conn.prepare_cached(
-        "SELECT count(*) FROM (SELECT rowid FROM lessons_fts WHERE lessons_fts MATCH ?1 LIMIT ?2)",
-    )?;
-    let mut with_df: Vec<(&String, i64)> = Vec::with_capacity(terms.len());
-    for t in terms {
-        let df: i64 = capped.query_row(params![quoted(t), cap], |r| r.get(0))?;
-        with_df.push((t, df));
-    }
-    if with_df.iter().all(|&(_, df)| df >= cap) {
-        // Every term is common: the rarest are chosen by their exact counts.
-        let mut exact = conn.prepare_cached("SELECT doc FROM lessons_fts_vocab WHERE term = ?1")?;
-        for (t, df) in &mut with_df {
-            *df = exact
-                .query_row([t.as_str()], |r| r.get(0))
-                .optional()?
-                .unwrap_or(*df);
-        }
-    }
-    let kept = ranked_terms(with_df, total);
-    let query = kept
-        .iter()
-        .map(|t| quoted(t))
-        .collect::<Vec<_>>()
-        .join(" OR ");
-    let mut stmt = conn.prepare_cached(&format!(
-        "SELECT {COLUMNS}, c.rank
-         FROM (SELECT rowid, bm25(lessons_fts) AS rank FROM lessons_fts
-               WHERE lessons_fts MATCH ?1 ORDER BY rank LIMIT {RELATED_CANDIDATES}) AS c
-         JOIN lessons l ON l.seq = c.rowid
-         WHERE l.task_key <> ?2 AND l.is_active = 1
-         ORDER BY c.rank, l.seq LIMIT ?3"
-    ))?;
-    let rows = stmt.query_map(params![query, key.as_str(), limit as i64], |r| {
-        Ok((raw_lesson(r)?, r.get::<_, f64>(9)?))
-    })?;
-    rows.map(|r| {
-        let (raw, rank) = r?;
-        Ok((lesson_from_raw(raw)?, rank))
-    })
-    .collect()
 }
 
 #[cfg(test)]
@@ -701,7 +233,9 @@ mod tests {
     use crate::service::lessons::text::word_tokens;
     use crate::service::lessons::{normalise_strategy, search_terms};
     use crate::store::pg::testing::both_backends;
+    use crate::store::rows::lessons::ranked_terms;
     use crate::store::{DbPath, Store};
+    use rusqlite::params;
 
     fn new_lesson(task: &str, strategy: &str, rca: &str) -> NewLesson {
         NewLesson::validate(task, strategy, rca, "TOOL_MISUSE", "agent").expect("valid")
@@ -771,7 +305,7 @@ mod tests {
         let path = dir.path().join("v8.db");
         {
             let conn = rusqlite::Connection::open(&path).unwrap();
-            for m in &crate::store::MIGRATIONS[..8] {
+            for m in &crate::store::sqlite::migrate::MIGRATIONS[..8] {
                 conn.execute_batch(m.sql).unwrap();
             }
             conn.execute_batch("PRAGMA user_version = 8").unwrap();
@@ -809,7 +343,7 @@ mod tests {
         let path = dir.path().join("v9.db");
         {
             let conn = rusqlite::Connection::open(&path).unwrap();
-            for m in &crate::store::MIGRATIONS[..9] {
+            for m in &crate::store::sqlite::migrate::MIGRATIONS[..9] {
                 conn.execute_batch(m.sql).unwrap();
             }
             conn.execute_batch("PRAGMA user_version = 9").unwrap();

@@ -1,11 +1,13 @@
 //! The store: the only module that imports a database client or holds SQL.
 //!
-//! One interface, two backends. [`Store`] opens either an SQLite file (the default: one
-//! machine, see `store/sqlite.rs`) or a PostgreSQL database (a team's shared memory, see [`pg`]);
-//! the family modules ([`meta`], [`atc`], [`lessons`], …) are the interface: each public
-//! function takes a [`Db`] and holds the SQLite SQL itself, handing a PostgreSQL [`Db`] to
-//! its twin in `pg/`, the only place with PostgreSQL SQL. Functions written in terms of other
-//! store functions serve both backends unchanged.
+//! One interface, two backends as siblings. [`Store`] opens either an SQLite file (the
+//! default: one machine, `sqlite/`) or a PostgreSQL database (a team's shared memory, [`pg`]).
+//! The family modules ([`meta`], [`atc`], [`lessons`], …) are the interface: each public
+//! function takes a [`Db`] and dispatches once on its backend, to the family's module in
+//! `sqlite/` (SQLite SQL) or in `pg/` (PostgreSQL SQL); functions written in terms of other
+//! store functions live in the family module and serve both backends unchanged. What both
+//! backends share (named rows, decoders with their range checks, query text that runs on both)
+//! is in `rows/`; `sqlite/` and `pg/` import it and never each other.
 //!
 //! On both, several server processes share one database safely: every write runs inside one
 //! transaction that excludes every other writer (SQLite's `BEGIN IMMEDIATE`, PostgreSQL's
@@ -17,17 +19,13 @@
 pub mod admin;
 pub mod atc;
 pub mod beliefs;
-mod checkpoint;
-mod companions;
-mod create;
 pub mod directives;
-mod health;
 pub mod lesson_vectors;
 pub mod lessons;
 pub mod meta;
-mod open;
 pub mod pg;
 pub mod request_keys;
+mod rows;
 mod sqlite;
 pub mod vertices;
 
@@ -36,24 +34,11 @@ use std::time::Duration;
 
 use rusqlite::Connection;
 
-pub use health::CHECK_WAIT;
-pub use open::{APPLICATION_ID, INLINE_CHECK_MAX_BYTES};
+pub use sqlite::SCHEMA_VERSION;
+pub use sqlite::health::CHECK_WAIT;
+pub use sqlite::open::{APPLICATION_ID, INLINE_CHECK_MAX_BYTES};
 
-/// The file `p` names: absolute, every symbolic link resolved (a dangling one too), `.` and
-/// `..` applied, as the store resolves `--db`.
-///
-/// # Errors
-/// A symbolic link that cannot be read, or a loop of them.
-pub fn resolve_path(p: &std::path::Path) -> std::io::Result<std::path::PathBuf> {
-    open::resolve(p)
-}
-
-/// `p` with `suffix` appended to its file name (`db` + `-wal`): a database's companion file.
-pub fn with_suffix(p: &std::path::Path, suffix: &str) -> std::path::PathBuf {
-    let mut s = p.as_os_str().to_owned();
-    s.push(suffix);
-    std::path::PathBuf::from(s)
-}
+pub use crate::files::{resolve_path, with_suffix};
 
 use crate::service::{Family, MetaLearningService, Versions};
 
@@ -62,56 +47,6 @@ use crate::service::{Family, MetaLearningService, Versions};
 /// SQLite's `busy_timeout`; the issue asks for at least 5 s. Transactions here last
 /// milliseconds, so 30 s only matters under heavy multi-process contention.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// Prepared statements kept per connection (see [`Connection::set_prepared_statement_cache_capacity`]).
-const STATEMENT_CACHE: usize = 128;
-
-/// Schema migrations in order: entry `i` moves the schema from `user_version = i` to `i + 1`.
-///
-/// Append new entries at the end; never edit an entry that has shipped.
-pub(crate) const MIGRATIONS: &[Migration] = &[
-    Migration::sql(meta::MIGRATION),
-    Migration::sql(directives::MIGRATION),
-    Migration::sql(atc::MIGRATION),
-    Migration::sql(beliefs::MIGRATION),
-    Migration::sql(lessons::MIGRATION),
-    Migration::sql(vertices::MIGRATION),
-    Migration {
-        sql: meta::MIGRATION_WINDOWS,
-        data: Some(meta::split_windows),
-    },
-    Migration::sql(atc::MIGRATION_DROP_TS_INDEX),
-    Migration {
-        sql: lessons::MIGRATION_SPANS,
-        data: Some(lessons::fill_strategy_spans),
-    },
-    Migration {
-        sql: lessons::MIGRATION_TASK_KEY,
-        data: Some(lessons::fill_task_keys),
-    },
-    Migration {
-        sql: directives::MIGRATION_TASK_KEY,
-        data: Some(directives::fill_task_keys),
-    },
-    Migration::sql(lesson_vectors::MIGRATION_VECTORS),
-    Migration::sql(request_keys::MIGRATION),
-];
-
-/// One schema step: SQL, then optionally a data step in Rust (for conversions SQL cannot
-/// express), both inside the migration transaction.
-pub(crate) struct Migration {
-    pub(crate) sql: &'static str,
-    data: Option<fn(&Connection) -> rusqlite::Result<()>>,
-}
-
-impl Migration {
-    const fn sql(sql: &'static str) -> Self {
-        Migration { sql, data: None }
-    }
-}
-
-/// The schema version this binary writes (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
 /// Where the database lives.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -327,7 +262,7 @@ pub enum StoreError {
         cause: String,
     },
     /// Any other SQLite failure while serving a request (the message adds the likely fix).
-    #[error("database error: {0}{hint}", hint = sqlite_hint(.0, &health::serving()))]
+    #[error("database error: {0}{hint}", hint = sqlite_hint(.0, &sqlite::health::serving()))]
     Sqlite(#[source] rusqlite::Error),
     /// `--db postgres://…` that cannot be used: malformed, or an option this program does
     /// not support.
@@ -429,7 +364,7 @@ impl From<rusqlite::Error> for StoreError {
     /// Every SQLite failure passes here; the store notes damage and the failures that end a
     /// transaction for the store call running on this thread.
     fn from(e: rusqlite::Error) -> Self {
-        health::note(&e);
+        sqlite::health::note(&e);
         StoreError::Sqlite(e)
     }
 }
@@ -530,18 +465,6 @@ impl<'a> Db<'a> {
     }
 }
 
-/// `let conn = sqlite_or!(db, pg => pg::family::f(pg, …));`: the SQLite connection of `db`,
-/// or return what the PostgreSQL twin of the function answers.
-macro_rules! sqlite_or {
-    ($db:expr, $pg:ident => $twin:expr) => {
-        match $db.backend() {
-            $crate::store::Backend::Sqlite(c) => c,
-            $crate::store::Backend::Postgres($pg) => return $twin,
-        }
-    };
-}
-pub(crate) use sqlite_or;
-
 /// The store: an SQLite file or a PostgreSQL database, behind one interface.
 pub struct Store {
     backend: StoreBackend,
@@ -582,17 +505,10 @@ impl Default for OpenOptions {
 /// # Errors
 /// [`StoreError::Sqlite`] when the query fails.
 pub fn versions(db: &Db<'_>) -> Result<Versions, StoreError> {
-    let conn = sqlite_or!(db, pg => pg::versions(pg));
-    let mut out = [0; Family::ALL.len()];
-    let mut stmt = conn.prepare_cached("SELECT family, version FROM family_version")?;
-    let mut rows = stmt.query([])?;
-    while let Some(row) = rows.next()? {
-        let key: String = row.get(0)?;
-        if let Some(i) = Family::ALL.iter().position(|f| family_key(*f) == key) {
-            out[i] = row.get(1)?;
-        }
+    match db.backend() {
+        Backend::Sqlite(conn) => sqlite::versions(conn),
+        Backend::Postgres(pg) => pg::versions(pg),
     }
-    Ok(out)
 }
 
 /// Increment a family's stored version and return the new value. Call inside a write
@@ -601,12 +517,10 @@ pub fn versions(db: &Db<'_>) -> Result<Versions, StoreError> {
 /// # Errors
 /// [`StoreError::Sqlite`] when the update fails.
 pub fn bump(db: &Db<'_>, family: Family) -> Result<i64, StoreError> {
-    let conn = sqlite_or!(db, pg => pg::bump(pg, family));
-    Ok(conn
-        .prepare_cached(
-            "UPDATE family_version SET version = version + 1 WHERE family = ?1 RETURNING version",
-        )?
-        .query_row([family_key(family)], |r| r.get(0))?)
+    match db.backend() {
+        Backend::Sqlite(conn) => sqlite::bump(conn, family),
+        Backend::Postgres(pg) => pg::bump(pg, family),
+    }
 }
 
 /// Bring the service's cached state up to date with the store: every family whose stored

@@ -3,35 +3,8 @@
 //! call's result instead of writing again. Kept [`KEEP_DAYS`] days; one table, written in the
 //! write's own transaction, so a key is stored exactly when the write is.
 
-use rusqlite::{OptionalExtension, params};
-
-use super::pg::get;
-use super::{Backend, Db, StoreError};
-
-/// Schema of the request keys (SQLite migration 13; PostgreSQL migration 2 is the same table).
-pub const MIGRATION: &str = "
-CREATE TABLE request_keys (
-    tool         TEXT    NOT NULL,
-    request_key  TEXT    NOT NULL,
-    arguments    TEXT    NOT NULL,
-    answer       TEXT    NOT NULL,
-    created_us   INTEGER NOT NULL,
-    PRIMARY KEY (tool, request_key)
-) STRICT;
-CREATE INDEX request_keys_created ON request_keys (created_us);
-";
-
-/// Days a request key is kept: a retry later than this writes again.
-pub const KEEP_DAYS: i64 = 7;
-
-/// What the first call with a key stored.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Recorded {
-    /// The first call's arguments, as canonical JSON (keys sorted), without the key itself.
-    pub arguments: String,
-    /// Its `structuredContent` (a successful answer: failures are not stored), as JSON.
-    pub answer: String,
-}
+use super::{Backend, Db, StoreError, pg, sqlite};
+pub use crate::store::rows::request_keys::{KEEP_DAYS, Recorded};
 
 /// The answer stored under `(tool, key)`, if a call with it was committed in the last
 /// [`KEEP_DAYS`] days.
@@ -39,22 +12,10 @@ pub struct Recorded {
 /// # Errors
 /// [`StoreError`] on a failed query.
 pub fn find(db: &Db<'_>, tool: &str, key: &str) -> Result<Option<Recorded>, StoreError> {
-    let row = match db.backend() {
-        Backend::Sqlite(conn) => conn
-            .prepare_cached(
-                "SELECT arguments, answer FROM request_keys WHERE tool = ?1 AND request_key = ?2",
-            )?
-            .query_row(params![tool, key], |r| Ok((r.get(0)?, r.get(1)?)))
-            .optional()?,
-        Backend::Postgres(pg) => pg
-            .query_opt(
-                "SELECT arguments, answer FROM request_keys WHERE tool = $1 AND request_key = $2",
-                &[&tool, &key],
-            )?
-            .map(|r| Ok::<_, StoreError>((get(&r, 0)?, get(&r, 1)?)))
-            .transpose()?,
-    };
-    Ok(row.map(|(arguments, answer)| Recorded { arguments, answer }))
+    match db.backend() {
+        Backend::Sqlite(conn) => sqlite::request_keys::find(conn, tool, key),
+        Backend::Postgres(pg) => pg::request_keys::find(pg, tool, key),
+    }
 }
 
 /// Store the answer of a call with `(tool, key)`, in the call's transaction, and forget keys
@@ -70,33 +31,10 @@ pub fn insert(
     recorded: &Recorded,
     now_us: i64,
 ) -> Result<(), StoreError> {
-    let cutoff = now_us - KEEP_DAYS * 86_400_000_000;
     match db.backend() {
-        Backend::Sqlite(conn) => {
-            conn.prepare_cached("DELETE FROM request_keys WHERE created_us < ?1")?
-                .execute([cutoff])?;
-            conn.prepare_cached(
-                "INSERT INTO request_keys (tool, request_key, arguments, answer, created_us)
-                 VALUES (?1, ?2, ?3, ?4, ?5)",
-            )?
-            .execute(params![
-                tool,
-                key,
-                recorded.arguments,
-                recorded.answer,
-                now_us
-            ])?;
-        }
-        Backend::Postgres(pg) => {
-            pg.execute("DELETE FROM request_keys WHERE created_us < $1", &[&cutoff])?;
-            pg.execute(
-                "INSERT INTO request_keys (tool, request_key, arguments, answer, created_us)
-                 VALUES ($1, $2, $3, $4, $5)",
-                &[&tool, &key, &recorded.arguments, &recorded.answer, &now_us],
-            )?;
-        }
+        Backend::Sqlite(conn) => sqlite::request_keys::insert(conn, tool, key, recorded, now_us),
+        Backend::Postgres(pg) => pg::request_keys::insert(pg, tool, key, recorded, now_us),
     }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -13,181 +13,15 @@
 //! that disagrees with the cache (a rolled-back write) triggers a full reload.
 
 use chrono::{DateTime, Utc};
-use rusqlite::{OptionalExtension, params};
 use uuid::Uuid;
 
-use super::{Db, StoreError, to_us};
-use super::{pg, sqlite_or};
+use super::{Backend, pg, sqlite};
 use crate::service::delta_sc::{
-    E1Index, EmbedderKind, EmbedderRef, Fingerprint, FingerprintBuilder, Hit, NearbyVertex,
-    StoredContext, StoredVertex, SurpriseNormalizer, TOKEN_DIM, VertexCache, VertexWrite,
-    surprise::HISTOGRAM_BINS,
+    Fingerprint, Hit, NearbyVertex, StoredContext, StoredVertex, SurpriseNormalizer, VertexCache,
+    VertexWrite,
 };
-use crate::service::vocab::{EmbedderId, NUM_EMBEDDERS};
-
-/// Schema of the vertex family.
-pub const MIGRATION: &str = "
-CREATE TABLE vertices (
-    id           TEXT    PRIMARY KEY,
-    seq          INTEGER NOT NULL UNIQUE,
-    updated_us   INTEGER NOT NULL,
-    e1           BLOB    NOT NULL,
-    fingerprint  BLOB    NOT NULL
-) STRICT;
-
-CREATE TABLE vertex_versions (
-    vertex_id    TEXT    NOT NULL,
-    version      INTEGER NOT NULL,
-    created_us   INTEGER NOT NULL,
-    fingerprint  BLOB    NOT NULL,
-    PRIMARY KEY (vertex_id, version)
-) STRICT;
-
-CREATE TABLE surprise_histograms (
-    embedder_index  INTEGER PRIMARY KEY CHECK (embedder_index BETWEEN 0 AND 12),
-    counts          BLOB    NOT NULL
-) STRICT;
-";
-
-/// Format tag of an encoded fingerprint (first byte).
-const FORMAT_V1: u8 = 1;
-
-fn put_f32s(out: &mut Vec<u8>, v: &[f32]) {
-    for x in v {
-        out.extend_from_slice(&x.to_le_bytes());
-    }
-}
-
-/// Encode a fingerprint as bytes: a format byte (1), then per embedder in index order:
-/// dense → its floats; sparse → u32 count, count × u16 indices, count × f32 values;
-/// tokens → u32 token count, count × 128 f32. All little-endian. A full fingerprint with 32
-/// tokens and 200-term sparse vectors takes about 48 KB.
-pub fn encode_fingerprint(fp: &Fingerprint) -> Vec<u8> {
-    let mut out = Vec::with_capacity(1 + 4 * (7424 + 32 * TOKEN_DIM) + 2 * 1200);
-    out.push(FORMAT_V1);
-    for e in EmbedderId::ALL {
-        match fp.get(e) {
-            EmbedderRef::Dense(v) => put_f32s(&mut out, v),
-            EmbedderRef::Sparse(s) => {
-                out.extend_from_slice(&(s.indices.len() as u32).to_le_bytes());
-                for i in &s.indices {
-                    out.extend_from_slice(&i.to_le_bytes());
-                }
-                put_f32s(&mut out, &s.values);
-            }
-            EmbedderRef::Tokens(t) => {
-                out.extend_from_slice(&(t.tokens.len() as u32).to_le_bytes());
-                for tok in &t.tokens {
-                    put_f32s(&mut out, tok);
-                }
-            }
-        }
-    }
-    out
-}
-
-struct Reader<'a> {
-    bytes: &'a [u8],
-}
-
-impl Reader<'_> {
-    fn take(&mut self, n: usize) -> Result<&[u8], StoreError> {
-        if self.bytes.len() < n {
-            return Err(StoreError::Corrupt(
-                "fingerprint blob is truncated".to_string(),
-            ));
-        }
-        let (head, tail) = self.bytes.split_at(n);
-        self.bytes = tail;
-        Ok(head)
-    }
-
-    fn u32(&mut self) -> Result<usize, StoreError> {
-        let b = self.take(4)?;
-        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
-    }
-
-    // `as_chunks` gives fixed-size arrays, so each conversion compiles to plain (vector) loads
-    // instead of per-element bounds-checked byte gathering.
-    fn f32s(&mut self, n: usize) -> Result<Vec<f32>, StoreError> {
-        let b = self.take(n.checked_mul(4).ok_or_else(too_long)?)?;
-        Ok(b.as_chunks::<4>()
-            .0
-            .iter()
-            .map(|c| f32::from_le_bytes(*c))
-            .collect())
-    }
-
-    fn u16s(&mut self, n: usize) -> Result<Vec<u16>, StoreError> {
-        let b = self.take(n.checked_mul(2).ok_or_else(too_long)?)?;
-        Ok(b.as_chunks::<2>()
-            .0
-            .iter()
-            .map(|c| u16::from_le_bytes(*c))
-            .collect())
-    }
-}
-
-fn too_long() -> StoreError {
-    StoreError::Corrupt("fingerprint blob declares an impossible length".to_string())
-}
-
-/// Decode [`encode_fingerprint`]'s bytes and validate the result.
-///
-/// # Errors
-/// [`StoreError::Corrupt`] for an unknown format, truncated or trailing bytes, or a fingerprint
-/// that fails validation.
-pub fn decode_fingerprint(bytes: &[u8]) -> Result<Fingerprint, StoreError> {
-    let mut r = Reader { bytes };
-    let format = r.take(1)?[0];
-    if format != FORMAT_V1 {
-        return Err(StoreError::Corrupt(format!(
-            "fingerprint blob has unknown format {format}"
-        )));
-    }
-    let mut b = FingerprintBuilder::new();
-    for e in EmbedderId::ALL {
-        match e.kind() {
-            EmbedderKind::Dense { dim } => {
-                b.dense(e, r.f32s(dim)?);
-            }
-            EmbedderKind::Sparse { .. } => {
-                let n = r.u32()?;
-                let indices = r.u16s(n)?;
-                let values = r.f32s(n)?;
-                b.sparse(e, indices, values);
-            }
-            EmbedderKind::Tokens { dim } => {
-                let n = r.u32()?;
-                // Take all n tokens' bytes first, so that a damaged count fails as truncated
-                // before anything is allocated for it.
-                let mut t = Reader {
-                    bytes: r.take(n.checked_mul(dim * 4).ok_or_else(too_long)?)?,
-                };
-                b.tokens(e, (0..n).map(|_| t.f32s(dim)).collect::<Result<_, _>>()?);
-            }
-        }
-    }
-    if !r.bytes.is_empty() {
-        return Err(StoreError::Corrupt(
-            "fingerprint blob has trailing bytes".to_string(),
-        ));
-    }
-    b.build()
-        .map_err(|e| StoreError::Corrupt(format!("stored fingerprint is invalid: {e}")))
-}
-
-fn sql_type(e: rusqlite::types::FromSqlError) -> StoreError {
-    StoreError::Corrupt(format!("vertex row has a column of the wrong type: {e}"))
-}
-
-pub(crate) fn parse_id(s: &str) -> Result<Uuid, StoreError> {
-    Uuid::parse_str(s).map_err(|e| StoreError::Corrupt(format!("vertex id {s:?}: {e}")))
-}
-
-pub(crate) fn decode_e1(bytes: &[u8]) -> Result<Vec<f32>, StoreError> {
-    Reader { bytes }.f32s(bytes.len() / 4)
-}
+pub use crate::store::rows::vertices::{decode_fingerprint, encode_fingerprint};
+use crate::store::{Db, StoreError};
 
 /// Bring `cache` up to date with the store: new or changed vertex rows since
 /// `cache.loaded_seq` go into the index (a full reload when the store has fewer rows or a lower
@@ -197,74 +31,10 @@ pub(crate) fn decode_e1(bytes: &[u8]) -> Result<Vec<f32>, StoreError> {
 /// # Errors
 /// [`StoreError`] on SQL failure or corrupt rows.
 pub fn refresh(db: &Db<'_>, cache: &mut VertexCache) -> Result<(), StoreError> {
-    let conn = sqlite_or!(db, pg => pg::vertices::refresh(pg, cache));
-    let (max_seq, count): (i64, i64) = conn.query_row(
-        "SELECT COALESCE(MAX(seq), 0), COUNT(*) FROM vertices",
-        [],
-        |r| Ok((r.get(0)?, r.get(1)?)),
-    )?;
-    let rolled_back = match cache.unconfirmed.take() {
-        Some((seq, id)) => conn
-            .query_row(
-                "SELECT 1 FROM vertices WHERE seq = ?1 AND id = ?2",
-                params![seq, id.to_string()],
-                |_| Ok(()),
-            )
-            .optional()?
-            .is_none(),
-        None => false,
-    };
-    refresh_index(cache, max_seq, count, rolled_back, |since, add| {
-        let mut stmt = conn.prepare("SELECT id, e1 FROM vertices WHERE seq > ?1 ORDER BY seq")?;
-        let mut rows = stmt.query([since])?;
-        while let Some(row) = rows.next()? {
-            add(
-                row.get_ref(0)?.as_str().map_err(sql_type)?,
-                row.get_ref(1)?.as_blob().map_err(sql_type)?,
-            )?;
-        }
-        Ok(())
-    })?;
-    cache.normalizer = load_normalizer(db)?;
-    Ok(())
-}
-
-/// The index part of [`refresh`], for both backends: given the store's largest `seq` and row
-/// count and whether the cache's unconfirmed write was rolled back, reset the index if needed,
-/// then read the rows changed since the cache's `loaded_seq` through `rows_since(seq, add)`,
-/// which calls `add(id, e1 blob)` for each in `seq` order.
-pub(crate) fn refresh_index(
-    cache: &mut VertexCache,
-    max_seq: i64,
-    count: i64,
-    rolled_back: bool,
-    rows_since: impl FnOnce(
-        i64,
-        &mut dyn FnMut(&str, &[u8]) -> Result<(), StoreError>,
-    ) -> Result<(), StoreError>,
-) -> Result<(), StoreError> {
-    if rolled_back || max_seq < cache.loaded_seq || (count as usize) < cache.index.len() {
-        cache.index = E1Index::new();
-        cache.loaded_seq = 0;
+    match db.backend() {
+        Backend::Sqlite(conn) => sqlite::vertices::refresh(conn, cache),
+        Backend::Postgres(pg) => pg::vertices::refresh(pg, cache),
     }
-    if max_seq > cache.loaded_seq {
-        let index = &mut cache.index;
-        rows_since(cache.loaded_seq, &mut |id, e1| {
-            let id = parse_id(id)?;
-            let e1 = decode_e1(e1)?;
-            index
-                .upsert(id, &e1)
-                .map_err(|e| StoreError::Corrupt(format!("vertex {id}: {e}")))
-        })?;
-        cache.loaded_seq = max_seq;
-    }
-    if cache.index.len() != count as usize {
-        return Err(StoreError::Corrupt(format!(
-            "vertex index holds {} rows but the store has {count}",
-            cache.index.len()
-        )));
-    }
-    Ok(())
 }
 
 /// Load the running distributions (empty ones where no row exists yet).
@@ -272,68 +42,10 @@ pub(crate) fn refresh_index(
 /// # Errors
 /// [`StoreError`] on SQL failure or a malformed row.
 pub fn load_normalizer(db: &Db<'_>) -> Result<SurpriseNormalizer, StoreError> {
-    let conn = sqlite_or!(db, pg => pg::vertices::load_normalizer(pg));
-    let mut counts = vec![vec![0u64; HISTOGRAM_BINS]; NUM_EMBEDDERS];
-    let mut stmt = conn.prepare_cached("SELECT embedder_index, counts FROM surprise_histograms")?;
-    let mut rows = stmt.query([])?;
-    while let Some(row) = rows.next()? {
-        let i: i64 = row.get(0)?;
-        let blob = row.get_ref(1)?.as_blob().map_err(sql_type)?;
-        put_histogram(&mut counts, i, blob)?;
+    match db.backend() {
+        Backend::Sqlite(conn) => sqlite::vertices::load_normalizer(conn),
+        Backend::Postgres(pg) => pg::vertices::load_normalizer(pg),
     }
-    SurpriseNormalizer::from_counts(counts).map_err(|e| StoreError::Corrupt(e.to_string()))
-}
-
-/// Decode embedder `i`'s stored histogram into its slot of `counts`.
-pub(crate) fn put_histogram(
-    counts: &mut [Vec<u64>],
-    i: i64,
-    blob: &[u8],
-) -> Result<(), StoreError> {
-    let slot = usize::try_from(i)
-        .ok()
-        .and_then(|i| counts.get_mut(i))
-        .ok_or_else(|| StoreError::Corrupt(format!("histogram for embedder {i}")))?;
-    if blob.len() != HISTOGRAM_BINS * 8 {
-        return Err(StoreError::Corrupt(format!(
-            "histogram for embedder {i} has {} bytes, expected {}",
-            blob.len(),
-            HISTOGRAM_BINS * 8
-        )));
-    }
-    *slot = blob
-        .chunks_exact(8)
-        .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
-        .collect();
-    Ok(())
-}
-
-/// Each embedder's histogram as stored: `(embedder index, little-endian u64 counts)`.
-pub(crate) fn histogram_rows(n: &SurpriseNormalizer) -> Vec<(i64, Vec<u8>)> {
-    EmbedderId::ALL
-        .into_iter()
-        .map(|e| {
-            let blob = n
-                .histogram(e)
-                .counts()
-                .iter()
-                .flat_map(|c| c.to_le_bytes())
-                .collect();
-            (e.index() as i64, blob)
-        })
-        .collect()
-}
-
-pub(crate) fn save_normalizer(db: &Db<'_>, n: &SurpriseNormalizer) -> Result<(), StoreError> {
-    let conn = sqlite_or!(db, pg => pg::vertices::save_normalizer(pg, n));
-    let mut stmt = conn.prepare_cached(
-        "INSERT INTO surprise_histograms (embedder_index, counts) VALUES (?1, ?2)
-         ON CONFLICT (embedder_index) DO UPDATE SET counts = excluded.counts",
-    )?;
-    for (e, blob) in histogram_rows(n) {
-        stmt.execute(params![e, blob])?;
-    }
-    Ok(())
 }
 
 /// Load vertex `id`, `None` if it was never stored.
@@ -341,21 +53,10 @@ pub(crate) fn save_normalizer(db: &Db<'_>, n: &SurpriseNormalizer) -> Result<(),
 /// # Errors
 /// [`StoreError`] on SQL failure or corrupt blobs.
 pub fn load_vertex(db: &Db<'_>, id: Uuid) -> Result<Option<StoredVertex>, StoreError> {
-    let conn = sqlite_or!(db, pg => pg::vertices::load_vertex(pg, id));
-    let Some(current) = load_current(db, id)? else {
-        return Ok(None);
-    };
-    let mut stmt = conn.prepare_cached(
-        "SELECT fingerprint FROM vertex_versions WHERE vertex_id = ?1 ORDER BY version",
-    )?;
-    let mut rows = stmt.query([id.to_string()])?;
-    let mut versions = Vec::new();
-    while let Some(row) = rows.next()? {
-        versions.push(decode_fingerprint(
-            row.get_ref(0)?.as_blob().map_err(sql_type)?,
-        )?);
+    match db.backend() {
+        Backend::Sqlite(conn) => sqlite::vertices::load_vertex(conn, id),
+        Backend::Postgres(pg) => pg::vertices::load_vertex(pg, id),
     }
-    Ok(Some(StoredVertex { current, versions }))
 }
 
 /// Load the current fingerprint of vertex `id`.
@@ -363,13 +64,10 @@ pub fn load_vertex(db: &Db<'_>, id: Uuid) -> Result<Option<StoredVertex>, StoreE
 /// # Errors
 /// [`StoreError`] on SQL failure or a corrupt blob.
 pub fn load_current(db: &Db<'_>, id: Uuid) -> Result<Option<Fingerprint>, StoreError> {
-    let conn = sqlite_or!(db, pg => pg::vertices::load_current(pg, id));
-    let mut stmt = conn.prepare_cached("SELECT fingerprint FROM vertices WHERE id = ?1")?;
-    let mut rows = stmt.query([id.to_string()])?;
-    // Decoded straight from SQLite's buffer, without copying the blob first.
-    rows.next()?
-        .map(|row| decode_fingerprint(row.get_ref(0)?.as_blob().map_err(sql_type)?))
-        .transpose()
+    match db.backend() {
+        Backend::Sqlite(conn) => sqlite::vertices::load_current(conn, id),
+        Backend::Postgres(pg) => pg::vertices::load_current(pg, id),
+    }
 }
 
 /// Load what an update of vertex `id` needs from the store: the vertex (with its versions) and
@@ -408,36 +106,10 @@ pub fn persist(
     write: &VertexWrite<'_>,
     now: DateTime<Utc>,
 ) -> Result<i64, StoreError> {
-    let conn = sqlite_or!(db, pg => pg::vertices::persist(pg, write, now));
-    let key = write.vertex_id.to_string();
-    let now_us = to_us(now);
-    let next_version: i64 = conn.query_row(
-        "SELECT COALESCE(MAX(version), 0) + 1 FROM vertex_versions WHERE vertex_id = ?1",
-        [&key],
-        |r| r.get(0),
-    )?;
-    {
-        let mut insert = conn.prepare_cached(
-            "INSERT INTO vertex_versions (vertex_id, version, created_us, fingerprint)
-             VALUES (?1, ?2, ?3, ?4)",
-        )?;
-        for (k, fp) in write.append.iter().enumerate() {
-            insert.execute(params![
-                key,
-                next_version + k as i64,
-                now_us,
-                encode_fingerprint(fp)
-            ])?;
-        }
+    match db.backend() {
+        Backend::Sqlite(conn) => sqlite::vertices::persist(conn, write, now),
+        Backend::Postgres(pg) => pg::vertices::persist(pg, write, now),
     }
-    conn.execute(
-        "DELETE FROM vertex_versions WHERE vertex_id = ?1 AND version <= (
-             SELECT MAX(version) FROM vertex_versions WHERE vertex_id = ?1) - ?2",
-        params![key, write.keep_versions as i64],
-    )?;
-    let seq = put_current(db, write.vertex_id, write.current, now)?;
-    save_normalizer(db, &write.normalizer)?;
-    Ok(seq)
 }
 
 /// Store `fp` as vertex `id`'s current fingerprint (no version is recorded) under the next
@@ -451,32 +123,10 @@ pub fn put_current(
     fp: &Fingerprint,
     now: DateTime<Utc>,
 ) -> Result<i64, StoreError> {
-    let conn = sqlite_or!(db, pg => pg::vertices::put_current(pg, id, fp, now));
-    let seq: i64 = conn.query_row("SELECT COALESCE(MAX(seq), 0) + 1 FROM vertices", [], |r| {
-        r.get(0)
-    })?;
-    let e1 = encode_e1(fp);
-    let mut stmt = conn.prepare_cached(
-        "INSERT INTO vertices (id, seq, updated_us, e1, fingerprint) VALUES (?1, ?2, ?3, ?4, ?5)
-         ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, updated_us = excluded.updated_us,
-             e1 = excluded.e1, fingerprint = excluded.fingerprint",
-    )?;
-    stmt.execute(params![
-        id.to_string(),
-        seq,
-        to_us(now),
-        e1,
-        encode_fingerprint(fp)
-    ])?;
-    Ok(seq)
-}
-
-/// The E1 (semantic) vector of `fp` as stored in `vertices.e1`: little-endian `f32`s.
-pub(crate) fn encode_e1(fp: &Fingerprint) -> Vec<u8> {
-    fp.e1_semantic
-        .iter()
-        .flat_map(|x| x.to_le_bytes())
-        .collect()
+    match db.backend() {
+        Backend::Sqlite(conn) => sqlite::vertices::put_current(conn, id, fp, now),
+        Backend::Postgres(pg) => pg::vertices::put_current(pg, id, fp, now),
+    }
 }
 
 /// Number of stored vertices.
@@ -484,16 +134,19 @@ pub(crate) fn encode_e1(fp: &Fingerprint) -> Vec<u8> {
 /// # Errors
 /// [`StoreError`] on SQL failure.
 pub fn count(db: &Db<'_>) -> Result<usize, StoreError> {
-    let conn = sqlite_or!(db, pg => pg::vertices::count(pg));
-    let n: i64 = conn.query_row("SELECT COUNT(*) FROM vertices", [], |r| r.get(0))?;
-    Ok(n as usize)
+    match db.backend() {
+        Backend::Sqlite(conn) => sqlite::vertices::count(conn),
+        Backend::Postgres(pg) => pg::vertices::count(pg),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::service::delta_sc::{EmbedderKind, FingerprintBuilder};
     use crate::service::delta_sc::{Learner, MAX_VERSIONS, UpdateRequest, plan_update};
     use crate::service::vocab::Lambdas;
+    use crate::service::vocab::{EmbedderId, NUM_EMBEDDERS};
     use crate::store::{DbPath, Store};
     use rand::{RngExt, SeedableRng, rngs::StdRng};
 

@@ -150,6 +150,10 @@ pub fn command() -> Command {
 /// weights (the server reads it too; `scripts/fetch_model.sh` makes the folder).
 pub const MODEL_ENV: &str = "META_UTL_EMBEDDING_MODEL";
 
+/// Set to `1` (CI, where the model is fetched), a test that needs the real model fails
+/// instead of skipping when [`MODEL_ENV`] is unset, empty or `off`.
+pub const REQUIRE_MODEL_ENV: &str = "META_UTL_REQUIRE_MODEL";
+
 /// Assert that `dir` holds no name starting with `.`: what a model install leaves behind if it
 /// fails to clean up (its staging, download and replaced folders are hidden siblings of the
 /// destination). The message lists them.
@@ -164,10 +168,17 @@ pub fn assert_no_leftovers(dir: &Path) {
 
 /// The real embedding model's folder, or `None` after saying on stderr that `test` is skipped
 /// (written to the stderr handle itself, so the line shows even when the test passes).
+///
+/// # Panics
+/// When there is no model and [`REQUIRE_MODEL_ENV`] is `1`.
 pub fn real_model(test: &str) -> Option<PathBuf> {
     match std::env::var_os(MODEL_ENV).filter(|v| !v.is_empty() && v != "off") {
         Some(dir) => Some(PathBuf::from(dir)),
         None => {
+            assert!(
+                std::env::var(REQUIRE_MODEL_ENV).as_deref() != Ok("1"),
+                "{test}: no embedding model ({MODEL_ENV} is not set), and {REQUIRE_MODEL_ENV}=1"
+            );
             let _ = writeln!(
                 std::io::stderr(),
                 "{test}: skipped: no embedding model (set {MODEL_ENV} to a folder made by \

@@ -3,7 +3,7 @@
 //! `pg_amcheck` and `pg_dump`.)
 
 use super::{Pg, get};
-use crate::store::admin::Stats;
+use crate::store::rows::admin::Stats;
 use crate::store::{StoreError, count, from_us};
 
 /// [`crate::store::admin::stats`] on PostgreSQL; `schema_version` is the PostgreSQL schema's

@@ -1,11 +1,11 @@
 //! PostgreSQL twin of `store/atc.rs`: calibration observations (a window per embedder) and
-//! the rest of the ATC state, as the same rows the SQLite module writes and checks.
+//! the rest of the ATC state, as the same rows (`rows/atc.rs`) that SQLite writes and checks.
 
 use super::{Columns, Pg, columns};
 use crate::service::atc::state::{AtcState, Observation, WINDOW_CAPACITY};
 use crate::service::atc::thresholds::ThresholdName;
 use crate::service::vocab::NUM_EMBEDDERS;
-use crate::store::atc::{
+use crate::store::rows::atc::{
     LOAD_ARMS, LOAD_DOMAINS, LOAD_GAP_DRIFT, LOAD_OBSERVATIONS, LOAD_TEMPERATURES,
     LOAD_THRESHOLD_DRIFT, LOAD_THRESHOLDS, LoadedRows, SavedRows, state_from_rows,
 };

@@ -4,7 +4,7 @@ use super::{Pg, columns, get};
 use crate::service::epistemic::{
     Belief, BeliefEvent, BeliefStatus, UncertaintyType, WorkspaceSummary, binary_entropy,
 };
-use crate::store::beliefs::{
+use crate::store::rows::beliefs::{
     RawBelief, RawEvent, belief_from_raw, event_from_raw, sources_text, status,
 };
 use crate::store::{StoreError, count, to_us};

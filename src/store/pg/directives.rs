@@ -1,8 +1,8 @@
 //! PostgreSQL twin of `store/directives.rs`.
 
-use super::{Pg, columns, get};
+use super::{Pg, get};
 use crate::service::lessons::TaskKey;
-use crate::store::directives::{Directive, RawDirective, directive_from_raw, task_key};
+use crate::store::rows::directives::{Directive, DirectiveRow, directive_from_row, task_key};
 use crate::store::{StoreError, count, to_us};
 
 /// PostgreSQL twin of [`crate::store::directives::insert`].
@@ -87,7 +87,16 @@ pub fn list(
     let total: usize = count("directive count", get(&total, 0)?)?;
     let out = rows
         .iter()
-        .map(|r| directive_from_raw(columns::<RawDirective>(r)?))
+        .map(|r| {
+            directive_from_row(DirectiveRow {
+                id: get(r, 0)?,
+                task_id: get(r, 1)?,
+                intervention_type: get(r, 2)?,
+                description: get(r, 3)?,
+                actor: get(r, 4)?,
+                created_us: get(r, 5)?,
+            })
+        })
         .collect::<Result<_, _>>()?;
     Ok((out, total))
 }

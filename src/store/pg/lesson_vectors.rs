@@ -6,7 +6,7 @@ use uuid::Uuid;
 
 use super::{Pg, get};
 use crate::store::StoreError;
-use crate::store::lesson_vectors::{VectorRow, decode, encode};
+use crate::store::rows::lesson_vectors::{VectorRow, decode, encode};
 
 /// The statement storing a vector (`$2` blob, `$3` model, `$4` dimension) in the lesson
 /// `$where` selects by `$1`.

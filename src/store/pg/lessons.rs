@@ -15,7 +15,7 @@ use uuid::Uuid;
 
 use super::Pg;
 use crate::service::lessons::{Lesson, NewLesson, TaskKey};
-use crate::store::lessons::{
+use crate::store::rows::lessons::{
     ActiveStrategy, Inserted, RELATED_CANDIDATES, RawLesson, encode_spans, lesson_from_raw,
     ranked_terms, stored,
 };

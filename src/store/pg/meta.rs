@@ -1,6 +1,6 @@
 //! PostgreSQL twin of `store/meta.rs`: the meta-learning state, the event log with its hourly
 //! counts, recorded predictions and open predictions. Rows are decoded and checked by the
-//! SQLite module's functions, so both backends accept and refuse the same stored values.
+//! functions of `rows/meta.rs`, so both backends accept and refuse the same stored values.
 
 use chrono::{DateTime, Utc};
 use postgres::types::ToSql;
@@ -9,7 +9,7 @@ use uuid::Uuid;
 use super::{Pg, columns, get};
 use crate::service::meta::{Event, MetaState, Prediction, WINDOW};
 use crate::service::vocab::Domain;
-use crate::store::meta::{
+use crate::store::rows::meta::{
     CloseError, EventQuery, HOUR_US, OpenPrediction, RawEvent, RawOpen, RawPrediction, RawState,
     Windows, closable, count_between, encode_f64s, event_from_raw, prediction_from_raw,
     state_from_rows, windows_to_write,

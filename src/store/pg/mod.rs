@@ -28,6 +28,7 @@ pub mod directives;
 pub mod lesson_vectors;
 pub mod lessons;
 pub mod meta;
+pub(crate) mod request_keys;
 mod target;
 #[cfg(test)]
 pub(crate) mod testing;

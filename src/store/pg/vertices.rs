@@ -1,6 +1,6 @@
 //! PostgreSQL twin of `store/vertices.rs`: vertices (current fingerprint and E1 vector under a
 //! change sequence number), their kept versions, and the surprise histograms. Blobs are
-//! encoded and decoded by the SQLite module's functions.
+//! encoded and decoded by the functions of `rows/vertices.rs`.
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
@@ -11,7 +11,7 @@ use crate::service::delta_sc::{
     surprise::HISTOGRAM_BINS,
 };
 use crate::service::vocab::NUM_EMBEDDERS;
-use crate::store::vertices::{
+use crate::store::rows::vertices::{
     decode_fingerprint, encode_e1, encode_fingerprint, histogram_rows, put_histogram, refresh_index,
 };
 use crate::store::{StoreError, to_us};

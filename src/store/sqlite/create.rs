@@ -39,7 +39,7 @@ pub(super) fn create(p: &Path) -> Result<Created, String> {
         .parent()
         .ok_or_else(|| format!("{} has no directory", p.display()))?;
     if !dir.exists() {
-        super::open::create_private_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        super::file::create_private_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     }
     let tmp = temporary_name(p);
     let result = build(&tmp).and_then(|()| match fs::hard_link(&tmp, p) {
@@ -70,13 +70,13 @@ fn temporary_name(p: &Path) -> PathBuf {
 /// insists): one migration left after it, the four `ALTER TABLE`s of migration 12, cost
 /// 6.3 M of 16.3 M instructions, 2–3 ms of a 7 ms start-up.
 ///
-/// Adding a migration: append it to [`super::MIGRATIONS`], then write `schema_vN.sql` from
+/// Adding a migration: append it to [`super::migrate::MIGRATIONS`], then write `schema_vN.sql` from
 /// a database the migrations made (`SELECT sql FROM sqlite_schema`, in `rowid` order, without
 /// FTS5's shadow tables and `family_version`), keeping SQLite's text of each statement
 /// exactly; the test `a_new_file_is_the_file_the_migrations_make` compares the two.
 const SNAPSHOT: &str = include_str!("schema_v13.sql");
 
-/// The `user_version` [`SNAPSHOT`] stands for; [`super::sqlite::migrate`] runs any later ones.
+/// The `user_version` [`SNAPSHOT`] stands for; [`super::migrate::migrate`] runs any later ones.
 const SNAPSHOT_VERSION: usize = 13;
 
 /// Create the tables of [`SNAPSHOT`] in the empty database `conn`, marked at
@@ -90,7 +90,7 @@ fn snapshot(conn: &Connection) -> rusqlite::Result<()> {
 /// Write the schema into the new file `tmp`, switch it to WAL, close it and sync it.
 fn build(tmp: &Path) -> Result<(), String> {
     let shown = |e: &dyn std::fmt::Display| format!("{}: {e}", tmp.display());
-    super::open::create_private_file(tmp).map_err(|e| shown(&e))?;
+    super::file::create_private_file(tmp).map_err(|e| shown(&e))?;
     {
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn = Connection::open_with_flags(tmp, flags).map_err(|e| shown(&e))?;
@@ -98,7 +98,7 @@ fn build(tmp: &Path) -> Result<(), String> {
             // Nobody else sees this file before it is complete and synced below.
             conn.execute_batch("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;")?;
             snapshot(&conn)?;
-            super::sqlite::migrate(&conn)?;
+            super::migrate::migrate(&conn)?;
             let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
             if !mode.eq_ignore_ascii_case("wal") {
                 return Err(rusqlite::Error::InvalidQuery);
@@ -177,7 +177,7 @@ mod tests {
     fn a_new_file_is_the_file_the_migrations_make() {
         let dir = tempfile::tempdir().unwrap();
         let migrated = Connection::open(dir.path().join("migrated.db")).unwrap();
-        super::super::sqlite::migrate(&migrated).unwrap();
+        super::super::migrate::migrate(&migrated).unwrap();
         let p = dir.path().join("sub").join("new.db");
         assert_eq!(create(&p).unwrap(), Created::Ours);
         let created = Connection::open(&p).unwrap();
@@ -191,9 +191,9 @@ mod tests {
         // the whole schema at every new database's start-up.
         assert_eq!(
             SNAPSHOT_VERSION,
-            super::super::MIGRATIONS.len(),
-            "write src/store/schema_v{}.sql for the new migration (see SNAPSHOT)",
-            super::super::MIGRATIONS.len()
+            super::super::migrate::MIGRATIONS.len(),
+            "write src/store/sqlite/schema_v{}.sql for the new migration (see SNAPSHOT)",
+            super::super::migrate::MIGRATIONS.len()
         );
     }
 

@@ -16,7 +16,7 @@ use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use super::StoreError;
+use crate::store::StoreError;
 
 /// The identity of a file: device and inode.
 type FileId = (u64, u64);
@@ -46,7 +46,7 @@ impl Companions {
     pub(crate) fn record(real: &Path, shown: &str) -> Companions {
         let files = ["-wal", "-shm"]
             .iter()
-            .map(|s| super::with_suffix(real, s))
+            .map(|s| crate::store::with_suffix(real, s))
             .filter_map(|p| file_id(&p).map(|id| (p, id)))
             .collect();
         Companions {
@@ -183,7 +183,7 @@ pub(crate) fn refuse_orphaned(real: &Path, shown: &str) -> Result<(), StoreError
         };
         let missing = ["-wal", "-shm"]
             .iter()
-            .map(|s| super::with_suffix(real, s))
+            .map(|s| crate::files::with_suffix(real, s))
             .find(|p| !p.exists());
         let (Some(missing), true) = (missing, header_says_wal(&mut file)) else {
             return Ok(());

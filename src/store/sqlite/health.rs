@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex};
 use rusqlite::ErrorCode;
 
-use super::StoreError;
+use crate::store::StoreError;
 
 /// How long a write waits for a background integrity check before it is refused.
 pub const CHECK_WAIT: Duration = Duration::from_secs(30);
@@ -35,7 +35,7 @@ thread_local! {
 }
 
 /// Note an SQLite failure met on this thread (called by `From<rusqlite::Error>`).
-pub(super) fn note(e: &rusqlite::Error) {
+pub(crate) fn note(e: &rusqlite::Error) {
     let Some(code) = e.sqlite_error_code() else {
         return;
     };
@@ -56,7 +56,7 @@ pub(super) fn note(e: &rusqlite::Error) {
 }
 
 /// Forget this thread's notes: a new transaction (or write of a group) starts.
-pub(super) fn reset() {
+pub(crate) fn reset() {
     NOTES.with_borrow_mut(|n| *n = Notes::default());
 }
 
@@ -71,12 +71,12 @@ pub(crate) fn serving() -> String {
 }
 
 /// The damage noted on this thread since [`reset`], if any.
-pub(super) fn damage() -> Option<String> {
+pub(crate) fn damage() -> Option<String> {
     NOTES.with_borrow(|n| n.damage.clone())
 }
 
 /// Why SQLite ended the transaction by itself: the failure noted since [`reset`], or `fallback`.
-pub(super) fn rollback_cause(fallback: impl FnOnce() -> String) -> String {
+pub(crate) fn rollback_cause(fallback: impl FnOnce() -> String) -> String {
     NOTES
         .with_borrow(|n| n.rollback_cause.clone())
         .unwrap_or_else(fallback)
@@ -97,7 +97,7 @@ enum State {
 }
 
 /// The store's health: see the module documentation.
-pub(super) struct Health {
+pub(crate) struct Health {
     state: Mutex<State>,
     changed: Condvar,
     /// The file, as shown to users.
@@ -106,7 +106,7 @@ pub(super) struct Health {
 
 impl Health {
     /// Note this store's file as the one this thread's store calls use ([`serving`]).
-    pub(super) fn serve_here(&self) {
+    pub(crate) fn serve_here(&self) {
         SERVING.with_borrow_mut(|s| {
             if *s != self.path {
                 s.clone_from(&self.path);
@@ -115,7 +115,7 @@ impl Health {
     }
 
     /// A store that may be written at once, or after the background check (`checking`).
-    pub(super) fn new(path: String, checking: bool) -> Self {
+    pub(crate) fn new(path: String, checking: bool) -> Self {
         let state = if checking {
             State::Checking {
                 since: Instant::now(),
@@ -132,7 +132,7 @@ impl Health {
     }
 
     /// The refusal for a damaged file, naming it and the recovery steps.
-    pub(super) fn damaged_error(&self, reason: &str) -> StoreError {
+    pub(crate) fn damaged_error(&self, reason: &str) -> StoreError {
         StoreError::Damaged {
             path: self.path.clone(),
             reason: reason.to_string(),
@@ -140,7 +140,7 @@ impl Health {
     }
 
     /// Record damage: from now on every write is refused. Returns the refusal.
-    pub(super) fn mark_damaged(&self, reason: &str) -> StoreError {
+    pub(crate) fn mark_damaged(&self, reason: &str) -> StoreError {
         let mut state = self.state.lock();
         if !matches!(*state, State::Damaged(_)) {
             tracing::error!(database = %self.path, reason, "database damaged: writes refused");
@@ -151,7 +151,7 @@ impl Health {
     }
 
     /// The damage found, if any.
-    pub(super) fn damage(&self) -> Option<String> {
+    pub(crate) fn damage(&self) -> Option<String> {
         match &*self.state.lock() {
             State::Damaged(reason) => Some(reason.clone()),
             _ => None,
@@ -163,7 +163,7 @@ impl Health {
     ///
     /// # Errors
     /// [`StoreError::Damaged`], or [`StoreError::Checking`] when the check outlasts `wait`.
-    pub(super) fn writable(&self, wait: Duration) -> Result<(), StoreError> {
+    pub(crate) fn writable(&self, wait: Duration) -> Result<(), StoreError> {
         let deadline = Instant::now() + wait;
         let mut state = self.state.lock();
         loop {
@@ -187,7 +187,7 @@ impl Health {
 
     /// Apply the event retention once the background check has passed, when one is running:
     /// returns `Some(days)` back when it is not (the caller applies it now).
-    pub(super) fn defer_retention(&self, days: u32) -> Option<u32> {
+    pub(crate) fn defer_retention(&self, days: u32) -> Option<u32> {
         match &mut *self.state.lock() {
             State::Checking { retention, .. } => {
                 *retention = Some(days);
@@ -199,7 +199,7 @@ impl Health {
 
     /// The background check has ended: `Ok` → writes may go on (returns the deferred
     /// retention), `Err(reason)` → damaged.
-    pub(super) fn check_done(&self, outcome: Result<(), String>) -> Option<u32> {
+    pub(crate) fn check_done(&self, outcome: Result<(), String>) -> Option<u32> {
         let mut state = self.state.lock();
         let retention = match &*state {
             State::Checking { retention, .. } => *retention,

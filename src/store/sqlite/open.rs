@@ -11,12 +11,13 @@
 
 use std::fs;
 use std::io::Read;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use rusqlite::config::DbConfig;
 use rusqlite::{Connection, ErrorCode, OpenFlags};
 
-use super::{BUSY_TIMEOUT, SCHEMA_VERSION, StoreError};
+use super::migrate::SCHEMA_VERSION;
+use crate::store::{BUSY_TIMEOUT, StoreError};
 
 /// `PRAGMA application_id` of a meta-utl-mcp database: the ASCII bytes `MUTL`, 0x4D55544C
 /// (1297437772). Set in every file we create, and in files of ours written before it existed.
@@ -25,7 +26,7 @@ pub const APPLICATION_ID: i32 = i32::from_be_bytes(*b"MUTL");
 /// An existing file up to this size is checked with `PRAGMA quick_check` before the server
 /// starts (about 0.1 s warm and 0.7 s from a cold disk at this size, measured on the project
 /// VM). A larger file that needs no schema change is checked in the background instead: reads
-/// are served meanwhile, and writes wait for the check (see [`super::Store::write`]).
+/// are served meanwhile, and writes wait for the check (see [`crate::store::Store::write`]).
 pub const INLINE_CHECK_MAX_BYTES: u64 = 64 * 1024 * 1024;
 
 /// Tables that every file of ours has held since schema version 1 (migration 1 creates them).
@@ -35,64 +36,15 @@ const FIRST_TABLES: [&str; 2] = ["meta_state", "meta_events"];
 
 /// How an accepted file is to be checked for damage.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Check {
+pub(crate) enum Check {
     /// New or checked already: nothing left to do.
     Done,
     /// Too large to check before serving: check it in the background.
     Background,
 }
 
-/// The file `p` names: absolute, every symbolic link resolved (a dangling one too, so that the
-/// file it points to is the one created and made private), `.` and `..` applied.
-///
-/// # Errors
-/// A symlink that cannot be read, or more than 40 links in a row (a loop).
-pub(super) fn resolve(p: &Path) -> std::io::Result<PathBuf> {
-    let absolute = std::path::absolute(p)?;
-    let mut pending: Vec<PathBuf> = absolute
-        .components()
-        .rev()
-        .map(|c| PathBuf::from(c.as_os_str()))
-        .collect();
-    let mut out = PathBuf::new();
-    let mut links = 0;
-    while let Some(part) = pending.pop() {
-        match part.components().next() {
-            Some(Component::Prefix(_) | Component::RootDir) => out.push(&part),
-            Some(Component::CurDir) | None => {}
-            Some(Component::ParentDir) => {
-                out.pop();
-            }
-            Some(Component::Normal(name)) => {
-                let next = out.join(name);
-                let is_link = fs::symlink_metadata(&next)
-                    .map(|m| m.file_type().is_symlink())
-                    .unwrap_or(false);
-                if !is_link {
-                    out = next;
-                    continue;
-                }
-                links += 1;
-                if links > 40 {
-                    return Err(std::io::Error::other("too many levels of symbolic links"));
-                }
-                let target = fs::read_link(&next)?;
-                // A relative target is read from the link's directory (`out`); an absolute one
-                // restarts from its root, which `push` does.
-                pending.extend(
-                    target
-                        .components()
-                        .rev()
-                        .map(|c| PathBuf::from(c.as_os_str())),
-                );
-            }
-        }
-    }
-    Ok(out)
-}
-
 /// Whether `s` would be read as an SQLite URI (`file:…`, any case).
-pub(super) fn looks_like_uri(s: &str) -> bool {
+pub(crate) fn looks_like_uri(s: &str) -> bool {
     s.get(..5).is_some_and(|p| p.eq_ignore_ascii_case("file:"))
 }
 
@@ -105,7 +57,7 @@ pub(super) fn looks_like_uri(s: &str) -> bool {
 /// [`StoreError::NotAFile`], [`StoreError::Unwritable`], [`StoreError::NotADatabase`],
 /// [`StoreError::Foreign`], [`StoreError::TooNew`], [`StoreError::Damaged`], or
 /// [`StoreError::Sqlite`] (busy, among others: the caller retries the whole open).
-pub(super) fn open_file(
+pub(crate) fn open_file(
     p: &Path,
     shown: &str,
     inline_check_max: u64,
@@ -205,7 +157,7 @@ pub(super) fn open_file(
 
 /// What [`validate`] found in an existing file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Found {
+pub(crate) enum Found {
     /// Empty: no schema, `user_version` 0, no application id.
     New,
     /// Ours, at [`SCHEMA_VERSION`] and marked.
@@ -217,7 +169,7 @@ pub(super) enum Found {
 /// Decide whether an existing SQLite file may be used: empty, or ours (marked with
 /// [`APPLICATION_ID`], or unmarked from before it with our tables and a `user_version` in our
 /// range). Reads only.
-pub(super) fn validate(conn: &Connection, shown: &str) -> Result<Found, StoreError> {
+pub(crate) fn validate(conn: &Connection, shown: &str) -> Result<Found, StoreError> {
     let app_id: i32 = conn.query_row("PRAGMA application_id", [], |r| r.get(0))?;
     let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
     let mut stmt = conn.prepare(
@@ -273,7 +225,7 @@ pub(super) fn validate(conn: &Connection, shown: &str) -> Result<Found, StoreErr
 ///
 /// # Errors
 /// [`StoreError::Damaged`] when the check finds anything or fails with SQLITE_CORRUPT.
-pub(super) fn quick_check(conn: &Connection, shown: &str) -> Result<(), StoreError> {
+pub(crate) fn quick_check(conn: &Connection, shown: &str) -> Result<(), StoreError> {
     let found = conn
         .prepare("PRAGMA quick_check(5)")
         .and_then(|mut s| {
@@ -298,7 +250,7 @@ fn is_wal(conn: &Connection) -> rusqlite::Result<bool> {
 
 /// Refuse a non-empty file that does not start with the SQLite header, without opening it in
 /// SQLite.
-pub(super) fn check_header(p: &Path, shown: &str) -> Result<(), StoreError> {
+pub(crate) fn check_header(p: &Path, shown: &str) -> Result<(), StoreError> {
     let mut header = [0u8; 16];
     let mut file = fs::File::open(p).map_err(|e| StoreError::Unwritable {
         path: shown.into(),
@@ -327,7 +279,7 @@ pub(super) fn check_header(p: &Path, shown: &str) -> Result<(), StoreError> {
 /// An SQLite error met while opening a file, as the refusal it means: damage (the file has an
 /// SQLite header, so "not a database" from SQLite means a damaged one), permissions, or the
 /// error itself (busy, which the caller retries, and the rest).
-pub(super) fn classify(shown: &str, e: rusqlite::Error) -> StoreError {
+pub(crate) fn classify(shown: &str, e: rusqlite::Error) -> StoreError {
     match e.sqlite_error_code() {
         Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase) => StoreError::Damaged {
             path: shown.into(),
@@ -344,7 +296,7 @@ pub(super) fn classify(shown: &str, e: rusqlite::Error) -> StoreError {
 }
 
 /// `p` with `suffix` appended to its file name (`state.db-wal`).
-pub(super) fn sidecar(p: &Path, suffix: &str) -> PathBuf {
+pub(crate) fn sidecar(p: &Path, suffix: &str) -> PathBuf {
     let mut s = p.as_os_str().to_owned();
     s.push(suffix);
     PathBuf::from(s)
@@ -378,43 +330,6 @@ fn file_kind(m: &fs::Metadata) -> &'static str {
     }
 }
 
-#[cfg(unix)]
-pub(super) fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-}
-
-#[cfg(not(unix))]
-pub(super) fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    fs::create_dir_all(dir)
-}
-
-#[cfg(unix)]
-pub(super) fn create_private_file(p: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
-    match fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(p)
-    {
-        // Another server created it between our check and now: theirs is as good as ours.
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-        other => other.map(drop),
-    }
-}
-
-#[cfg(not(unix))]
-pub(super) fn create_private_file(p: &Path) -> std::io::Result<()> {
-    match fs::OpenOptions::new().write(true).create_new(true).open(p) {
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-        other => other.map(drop),
-    }
-}
-
 #[cfg(all(test, unix))]
 mod tests {
     use super::*;
@@ -426,15 +341,15 @@ mod tests {
         std::os::unix::fs::symlink("sub/real.db", root.join("link.db")).unwrap();
         std::os::unix::fs::symlink(root.join("link.db"), root.join("link2.db")).unwrap();
         assert_eq!(
-            resolve(&root.join("link2.db")).unwrap(),
+            crate::files::resolve_path(&root.join("link2.db")).unwrap(),
             root.join("sub/real.db")
         );
         assert_eq!(
-            resolve(&root.join("a/../b/./c.db")).unwrap(),
+            crate::files::resolve_path(&root.join("a/../b/./c.db")).unwrap(),
             root.join("b/c.db")
         );
         std::os::unix::fs::symlink("loop", root.join("loop")).unwrap();
-        assert!(resolve(&root.join("loop")).is_err());
+        assert!(crate::files::resolve_path(&root.join("loop")).is_err());
     }
 
     #[test]

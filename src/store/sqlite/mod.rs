@@ -1,9 +1,9 @@
 //! The SQLite backend: one database file (WAL journal) shared safely by several server
 //! processes on one machine. Every write runs inside `BEGIN IMMEDIATE`; schema changes are the
-//! numbered [`MIGRATIONS`] keyed by `PRAGMA user_version`, applied at start-up inside one
-//! transaction. The SQL of each family lives in the family's own module (`meta.rs`, …).
+//! numbered [`migrate::MIGRATIONS`] keyed by `PRAGMA user_version`, applied at start-up inside
+//! one transaction. The SQL of each family lives in the family's own module (`meta.rs`, …).
 
-use super::companions::{self, Companions};
+use companions::Companions;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -11,11 +11,33 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use rusqlite::Connection;
 
+pub(crate) mod admin;
+pub(crate) mod atc;
+pub(crate) mod beliefs;
+pub(crate) mod checkpoint;
+mod companions;
+mod create;
+pub(crate) mod directives;
+mod file;
+pub(crate) mod health;
+pub(crate) mod lesson_vectors;
+pub(crate) mod lessons;
+pub(crate) mod meta;
+pub(crate) mod migrate;
+pub(crate) mod open;
+pub(crate) mod request_keys;
+pub(crate) mod vertices;
+
+pub use migrate::SCHEMA_VERSION;
+pub(crate) use migrate::migrate;
+
 use super::{
-    APPLICATION_ID, BUSY_TIMEOUT, CHECK_WAIT, Db, DbPath, MIGRATIONS, OpenOptions, STATEMENT_CACHE,
-    StoreError, checkpoint, family_key, health, open, retention_now,
+    BUSY_TIMEOUT, CHECK_WAIT, Db, DbPath, OpenOptions, StoreError, family_key, retention_now,
 };
-use crate::service::Family;
+use crate::service::{Family, Versions};
+
+/// Prepared statements kept per connection (see [`Connection::set_prepared_statement_cache_capacity`]).
+const STATEMENT_CACHE: usize = 128;
 
 /// The SQLite store: one connection behind a mutex.
 pub(crate) struct SqliteStore {
@@ -134,7 +156,7 @@ impl SqliteStore {
                         .to_string();
                     return Err(StoreError::Uri { path: shown, plain });
                 }
-                let real = open::resolve(p).map_err(|e| StoreError::Unwritable {
+                let real = crate::files::resolve_path(p).map_err(|e| StoreError::Unwritable {
                     path: shown.clone(),
                     reason: e.to_string(),
                 })?;
@@ -625,44 +647,33 @@ fn is_busy(e: &rusqlite::Error) -> bool {
     )
 }
 
-pub(super) fn migrate(conn: &Connection) -> Result<(), rusqlite::Error> {
-    conn.execute_batch("BEGIN IMMEDIATE")?;
-    let result = (|| {
-        let current: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
-        for (i, m) in MIGRATIONS.iter().enumerate().skip(current.max(0) as usize) {
-            conn.execute_batch(m.sql)?;
-            if let Some(data) = m.data {
-                data(conn)?;
-            }
-            conn.execute_batch(&format!("PRAGMA user_version = {}", i + 1))?;
-        }
-        conn.execute_batch(
-            "CREATE TABLE IF NOT EXISTS family_version (
-                 family  TEXT PRIMARY KEY,
-                 version INTEGER NOT NULL
-             ) STRICT;",
-        )?;
-        for f in Family::ALL {
-            conn.execute(
-                "INSERT OR IGNORE INTO family_version (family, version) VALUES (?1, 0)",
-                [family_key(f)],
-            )?;
-        }
-        // Mark the file as ours (new files, and ours from before the mark; open::validate
-        // refused every other).
-        let id: i32 = conn.query_row("PRAGMA application_id", [], |r| r.get(0))?;
-        if id != APPLICATION_ID {
-            conn.execute_batch(&format!("PRAGMA application_id = {APPLICATION_ID}"))?;
-        }
-        Ok(())
-    })();
-    match result {
-        Ok(()) => conn.execute_batch("COMMIT"),
-        Err(e) => {
-            let _ = conn.execute_batch("ROLLBACK");
-            Err(e)
+/// The stored version of every cached family ([`super::versions`] on SQLite).
+///
+/// # Errors
+/// [`StoreError::Sqlite`] when the query fails.
+pub(crate) fn versions(conn: &Connection) -> Result<Versions, StoreError> {
+    let mut out = [0; Family::ALL.len()];
+    let mut stmt = conn.prepare_cached("SELECT family, version FROM family_version")?;
+    let mut rows = stmt.query([])?;
+    while let Some(row) = rows.next()? {
+        let key: String = row.get(0)?;
+        if let Some(i) = Family::ALL.iter().position(|f| family_key(*f) == key) {
+            out[i] = row.get(1)?;
         }
     }
+    Ok(out)
+}
+
+/// Increment a family's stored version and return it ([`super::bump`] on SQLite).
+///
+/// # Errors
+/// [`StoreError::Sqlite`] when the update fails.
+pub(crate) fn bump(conn: &Connection, family: Family) -> Result<i64, StoreError> {
+    Ok(conn
+        .prepare_cached(
+            "UPDATE family_version SET version = version + 1 WHERE family = ?1 RETURNING version",
+        )?
+        .query_row([family_key(family)], |r| r.get(0))?)
 }
 
 #[cfg(test)]

@@ -1,0 +1,181 @@
+//! The SQLite side of [`crate::store::beliefs`]: its SQL, the family's migrations and their
+//! data steps.
+
+use rusqlite::{Connection, OptionalExtension, Row, params};
+
+use crate::service::epistemic::{
+    Belief, BeliefEvent, BeliefStatus, UncertaintyType, WorkspaceSummary, binary_entropy,
+};
+use crate::store::rows::beliefs::{
+    RawBelief, RawEvent, belief_from_raw, event_from_raw, sources_text, status,
+};
+use crate::store::{StoreError, to_us};
+
+/// Schema of the belief workspace.
+///
+/// `entropy` caches `binary_entropy(confidence)` (computed in Rust; the bundled SQLite has no
+/// math functions) so the workspace summary is one `GROUP BY` over the table. `source_nodes`
+/// holds hyphenated UUIDs joined by `,`, in first-seen order.
+pub const MIGRATION: &str = "
+CREATE TABLE beliefs (
+    seq                INTEGER PRIMARY KEY,
+    id                 TEXT    NOT NULL UNIQUE,
+    normalised_target  TEXT    NOT NULL UNIQUE,
+    target             TEXT    NOT NULL,
+    status             TEXT    NOT NULL
+        CHECK (status IN ('active', 'hypothetical', 'verified', 'denied', 'retracted')),
+    confidence         REAL    NOT NULL CHECK (confidence BETWEEN 0.0 AND 1.0),
+    entropy            REAL    NOT NULL,
+    rationale          TEXT    NOT NULL,
+    uncertainty_type   TEXT
+        CHECK (uncertainty_type IS NULL OR uncertainty_type IN ('epistemic', 'aleatory', 'mixed')),
+    source_nodes       TEXT    NOT NULL,
+    created_us         INTEGER NOT NULL,
+    updated_us         INTEGER NOT NULL
+) STRICT;
+CREATE INDEX beliefs_status ON beliefs (status);
+
+CREATE TABLE belief_events (
+    seq                INTEGER PRIMARY KEY,
+    belief_seq         INTEGER NOT NULL REFERENCES beliefs (seq),
+    action             TEXT    NOT NULL,
+    input_confidence   REAL    NOT NULL,
+    status_before      TEXT,
+    status_after       TEXT    NOT NULL,
+    confidence_before  REAL,
+    confidence_after   REAL    NOT NULL,
+    rationale          TEXT    NOT NULL,
+    at_us              INTEGER NOT NULL
+) STRICT;
+CREATE INDEX belief_events_belief ON belief_events (belief_seq, seq);
+";
+
+fn raw_belief(r: &Row<'_>) -> rusqlite::Result<RawBelief> {
+    Ok(RawBelief {
+        seq: r.get(0)?,
+        id: r.get(1)?,
+        normalised_target: r.get(2)?,
+        target: r.get(3)?,
+        status: r.get(4)?,
+        confidence: r.get(5)?,
+        rationale: r.get(6)?,
+        uncertainty_type: r.get(7)?,
+        source_nodes: r.get(8)?,
+        created_us: r.get(9)?,
+        updated_us: r.get(10)?,
+    })
+}
+
+/// [`crate::store::beliefs::find`] on SQLite.
+pub(crate) fn find(
+    conn: &Connection,
+    normalised_target: &str,
+) -> Result<Option<Belief>, StoreError> {
+    let raw = conn
+        .prepare_cached(
+            "SELECT seq, id, normalised_target, target, status, confidence, rationale,
+                    uncertainty_type, source_nodes, created_us, updated_us
+             FROM beliefs WHERE normalised_target = ?1",
+        )?
+        .query_row([normalised_target], raw_belief)
+        .optional()?;
+    let Some(raw) = raw else {
+        return Ok(None);
+    };
+    let mut stmt = conn.prepare_cached(
+        "SELECT action, input_confidence, status_before, status_after, confidence_before,
+                confidence_after, rationale, at_us
+         FROM belief_events WHERE belief_seq = ?1 ORDER BY seq",
+    )?;
+    let history = stmt
+        .query_map([raw.seq], |r| RawEvent::try_from(r))?
+        .map(|row| event_from_raw(row?))
+        .collect::<Result<_, _>>()?;
+    belief_from_raw(raw, history).map(Some)
+}
+
+/// [`crate::store::beliefs::put_row`] on SQLite.
+pub(crate) fn put_row(conn: &Connection, b: &Belief) -> Result<i64, StoreError> {
+    let sources = sources_text(b);
+    Ok(conn
+        .prepare_cached(
+            "INSERT INTO beliefs (id, normalised_target, target, status, confidence, entropy,
+                                  rationale, uncertainty_type, source_nodes, created_us, updated_us)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+             ON CONFLICT (id) DO UPDATE SET
+                 status = excluded.status, confidence = excluded.confidence,
+                 entropy = excluded.entropy, rationale = excluded.rationale,
+                 uncertainty_type = excluded.uncertainty_type,
+                 source_nodes = excluded.source_nodes, updated_us = excluded.updated_us
+             RETURNING seq",
+        )?
+        .query_row(
+            params![
+                b.id.to_string(),
+                b.normalised_target,
+                b.target,
+                b.status.as_str(),
+                b.confidence,
+                binary_entropy(b.confidence),
+                b.rationale,
+                b.uncertainty_type.map(UncertaintyType::as_str),
+                sources,
+                to_us(b.created_at),
+                to_us(b.updated_at),
+            ],
+            |r| r.get(0),
+        )?)
+}
+
+/// [`crate::store::beliefs::append_event`] on SQLite.
+pub(crate) fn append_event(
+    conn: &Connection,
+    seq: i64,
+    event: &BeliefEvent,
+) -> Result<(), StoreError> {
+    conn.prepare_cached(
+        "INSERT INTO belief_events (belief_seq, action, input_confidence, status_before,
+                                        status_after, confidence_before, confidence_after,
+                                        rationale, at_us)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    )?
+    .execute(params![
+        seq,
+        event.action.as_str(),
+        event.input_confidence,
+        event.status_before.map(BeliefStatus::as_str),
+        event.status_after.as_str(),
+        event.confidence_before,
+        event.confidence_after,
+        event.rationale,
+        to_us(event.at),
+    ])?;
+    Ok(())
+}
+
+/// [`crate::store::beliefs::all`] on SQLite.
+pub(crate) fn all(conn: &Connection) -> Result<Vec<Belief>, StoreError> {
+    let targets = conn
+        .prepare_cached("SELECT normalised_target FROM beliefs ORDER BY seq")?
+        .query_map([], |r| r.get::<_, String>(0))?
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut out = Vec::with_capacity(targets.len());
+    for t in targets {
+        out.extend(find(conn, &t)?);
+    }
+    Ok(out)
+}
+
+/// [`crate::store::beliefs::summary`] on SQLite.
+pub(crate) fn summary(conn: &Connection) -> Result<WorkspaceSummary, StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT status, count(*), total(confidence), total(entropy) FROM beliefs GROUP BY status",
+    )?;
+    let rows = stmt.query_map([], |r| <(String, i64, f64, f64)>::try_from(r))?;
+    let mut s = WorkspaceSummary::default();
+    for row in rows {
+        let (st, n, c, h) = row?;
+        s.add_group(status(&st)?, n as u64, c, h);
+    }
+    Ok(s)
+}
