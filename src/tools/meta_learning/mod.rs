@@ -150,7 +150,11 @@ impl Choice for Method {
     }
 }
 
-/// A λ pair: λ_s weighs surprise (ΔS), λ_c coherence (ΔC); each in [0.1, 0.9], summing to 1.
+/// A λ pair: λ_s weighs surprise (ΔS), λ_c coherence (ΔC); each in
+/// [[`LAMBDA_MIN`](crate::service::vocab::LAMBDA_MIN),
+/// [`LAMBDA_MAX`](crate::service::vocab::LAMBDA_MAX)] = [0.1, 0.9], summing to 1 (the service's
+/// `Lambdas` holds them so). The schema says [0, 1]: λ_c = 1 − 0.9 rounds to just under 0.1.
+/// The one λ type of every answer: the meta-learning tools' and `gwt_compute_delta_sc`'s.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, JsonSchema)]
 pub struct LambdaPair {
     /// Weight of surprise.

@@ -10,6 +10,7 @@ use crate::service::delta_sc::{
     delta_c_formula,
 };
 use crate::service::vocab::NUM_EMBEDDERS;
+use crate::tools::meta_learning::LambdaPair;
 use crate::tools::wire::{Choice, OneOf, WireUuid};
 
 impl Choice for JohariQuadrant {
@@ -140,15 +141,6 @@ impl From<JohariQuadrant> for SuggestedAction {
             JohariQuadrant::Unknown => SuggestedAction::EpistemicAction,
         }
     }
-}
-
-/// The λ weights of the learning score.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct LambdaPair {
-    /// Weight of surprise, in [0.1, 0.9].
-    pub lambda_s: f64,
-    /// Weight of coherence, 1 − λ_s.
-    pub lambda_c: f64,
 }
 
 /// One embedder's result.
@@ -308,10 +300,7 @@ impl DeltaScAnswer {
             johari_threshold: out.johari_threshold,
             utl_learning_potential: Unit(out.utl_learning_potential),
             learning_score: Unit(out.learning_score),
-            lambda: LambdaPair {
-                lambda_s: out.lambda.s(),
-                lambda_c: out.lambda.c(),
-            },
+            lambda: out.lambda.into(),
             embedder_weights: per_embedder(out, |o| Unit(o.weight)),
             per_embedder: per_embedder(out, |o| EmbedderResult {
                 embedder_index: o.embedder.index(),
