@@ -5,6 +5,8 @@
 //!   writer of stdout.
 //! - [`protocol`]: JSON-RPC 2.0 framing and the MCP lifecycle messages.
 //! - [`tools`]: the tool registry, argument parsing, and one file per tool family.
+//! - [`ops`]: the operations tools and the console share (load, decide, persist); policy
+//!   such as "a lifted lesson is recorded as an `OVERRIDE`" lives here once.
 //! - [`files`]: replacing a file whole (the console's outputs) and resolving a path as `--db` is.
 //! - [`service`]: the `MetaLearningService` facade and the numerics (no I/O, no JSON, no SQL).
 //! - [`store`]: persistence in SQLite (one machine) or PostgreSQL (a team); the only module
@@ -21,6 +23,7 @@ pub mod console;
 #[cfg(feature = "embedding")]
 pub mod embedding;
 pub mod files;
+pub mod ops;
 pub mod protocol;
 pub mod semantic;
 pub mod server;

@@ -258,10 +258,11 @@ const FLOORS: &[(&str, u8)] = &[
     ("store", 2),
     ("embedding", 3),
     ("semantic", 4),
-    ("tools", 5),
-    ("server", 6),
-    ("console", 7),
-    ("main", 8),
+    ("ops", 5),
+    ("tools", 6),
+    ("server", 7),
+    ("console", 8),
+    ("main", 9),
 ];
 
 /// A Rust file split by a small lexer: its code with comments removed and every string or

@@ -1,6 +1,6 @@
 //! `escalations [--json]`: the escalation state and the events that led to it since the last
 //! acknowledgement; `escalations ack --rationale R`: `reset_meta_learning` with scope
-//! `escalation` ([`crate::store::meta::reset_recorded`]), recorded as an `OVERRIDE` directive.
+//! `escalation` ([`crate::ops::meta::reset`]), recorded as an `OVERRIDE` directive.
 
 use clap::{Args, Subcommand};
 use serde::Serialize;
@@ -243,7 +243,7 @@ fn ack(app: &App, rationale: &str, actor: &ActorArg, out: &mut Out) -> Result<()
         if before == EscalationStatus::Normal {
             return Ok(None);
         }
-        let (_, directive) = meta_store::reset_recorded(
+        let (_, directive) = crate::ops::meta::reset(
             ctx.db,
             &mut ctx.svc.meta,
             ResetScope::Escalation,

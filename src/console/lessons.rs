@@ -1,6 +1,6 @@
 //! `lessons list|show|lift|restore`: the strategy blacklist as a person sees and changes it.
 //! Lift and restore are `set_lesson_active`'s own effect
-//! ([`crate::store::lessons::set_active_recorded`]): the lesson's state and an `OVERRIDE`
+//! ([`crate::ops::lessons::set_active`]): the lesson's state and an `OVERRIDE`
 //! directive, in one write transaction.
 
 use clap::Subcommand;
@@ -365,7 +365,7 @@ fn set_active(
 ) -> Result<(), ConsoleError> {
     let actor = actor.resolve()?;
     let recorded = app.write_with(&[], |ctx| {
-        Ok(lesson_store::set_active_recorded(
+        Ok(crate::ops::lessons::set_active(
             ctx.db, id, active, rationale, &actor, ctx.now,
         )?)
     })?;

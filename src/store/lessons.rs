@@ -5,11 +5,10 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::{Backend, pg, sqlite};
-use crate::service::lessons::{Lesson, NewLesson, TaskKey, activation, search_terms};
-use crate::store::directives::{self, Directive, InterventionType};
+use crate::service::lessons::{Lesson, NewLesson, TaskKey, search_terms};
 pub use crate::store::rows::lessons::{
     ActiveStrategy, COMMON_TERM_FRACTION, COMMON_TERM_MAX_DOCS, COMMON_TERM_MIN_DOCS, Import,
-    Inserted, RAREST_KEPT, RELATED_CANDIDATES, Recorded, common_term_cutoff, tokens_from_spans,
+    Inserted, RAREST_KEPT, RELATED_CANDIDATES, common_term_cutoff, tokens_from_spans,
 };
 use crate::store::{Db, StoreError};
 
@@ -117,42 +116,6 @@ pub fn set_active(db: &Db<'_>, id: Uuid, active: bool) -> Result<Option<Lesson>,
         Backend::Sqlite(conn) => sqlite::lessons::set_active(conn, id, active),
         Backend::Postgres(pg) => pg::lessons::set_active(pg, id, active),
     }
-}
-
-/// Lift (`active = false`) or restore (`true`) lesson `id` and record it in the directive
-/// history as an `OVERRIDE` by `actor`, with the note of
-/// [`crate::service::lessons::activation`] (which lesson, what happened, and
-/// `rationale`). This is all of `set_lesson_active`'s effect, shared with the operator's
-/// console; call inside a write transaction. `None` when there is no such lesson (nothing is
-/// written).
-///
-/// # Errors
-/// [`StoreError`] on SQL failure or an unreadable row.
-pub fn set_active_recorded(
-    db: &Db<'_>,
-    id: Uuid,
-    active: bool,
-    rationale: &str,
-    actor: &str,
-    now: DateTime<Utc>,
-) -> Result<Option<Recorded>, StoreError> {
-    let Some(before) = set_active(db, id, active)? else {
-        return Ok(None);
-    };
-    let change = activation(&before, active, rationale);
-    let directive = Directive::new(
-        Some(before.task_id.clone()),
-        InterventionType::Override,
-        change.note.clone(),
-        actor,
-        now,
-    );
-    directives::insert(db, &directive)?;
-    Ok(Some(Recorded {
-        before,
-        change,
-        directive,
-    }))
 }
 
 /// Every lesson (of task `key` when given; only the active ones unless `include_inactive`),

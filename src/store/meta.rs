@@ -5,9 +5,8 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::{Backend, pg, sqlite};
-use crate::service::meta::{Event, MetaState, Prediction, ResetScope};
+use crate::service::meta::{Event, MetaState, Prediction};
 use crate::service::vocab::Domain;
-use crate::store::directives::{self, Directive, InterventionType};
 pub use crate::store::rows::meta::{
     CloseError, EventQuery, OPEN_PREDICTION_TTL_DAYS, OpenPrediction, Windows,
 };
@@ -38,42 +37,6 @@ pub fn save(db: &Db<'_>, m: &MetaState, windows: Windows) -> Result<(), StoreErr
         Backend::Sqlite(conn) => sqlite::meta::save(conn, m, windows),
         Backend::Postgres(pg) => pg::meta::save(pg, m, windows),
     }
-}
-
-/// The operator's reset of `scope` (`reset_meta_learning`, and `escalations ack` of the
-/// console): [`MetaState::reset`], an `OVERRIDE` directive-history entry by `actor` naming the
-/// scope and `rationale`, the state saved (with every accuracy window when the scope
-/// [empties them](ResetScope::empties_windows)), and the `self_healing` event appended.
-/// Returns the event and the entry. Call inside a write transaction and bump
-/// the `Meta` family, as the tool does.
-///
-/// # Errors
-/// [`StoreError::Sqlite`] on SQL failure (then `m` is ahead of the store: mark it stale).
-pub fn reset_recorded(
-    db: &Db<'_>,
-    m: &mut MetaState,
-    scope: ResetScope,
-    rationale: &str,
-    actor: &str,
-    now: DateTime<Utc>,
-) -> Result<(Event, Directive), StoreError> {
-    let event = m.reset(scope, rationale, now);
-    let directive = Directive::new(
-        None,
-        InterventionType::Override,
-        format!("reset_meta_learning ({}): {rationale}", scope.as_str()),
-        actor,
-        now,
-    );
-    directives::insert(db, &directive)?;
-    let windows = if scope.empties_windows() {
-        Windows::All
-    } else {
-        Windows::None
-    };
-    save(db, m, windows)?;
-    insert_events(db, std::slice::from_ref(&event))?;
-    Ok((event, directive))
 }
 
 /// Append events to the log.
@@ -317,7 +280,9 @@ mod tests {
             }
             let before = m.global.len();
             store
-                .write(|db| reset_recorded(db, &mut m, scope, "test", "operator", Utc::now()))
+                .write(|db| {
+                    crate::ops::meta::reset(db, &mut m, scope, "test", "operator", Utc::now())
+                })
                 .unwrap();
             // Only `all` empties the windows; the others keep them, stored as they were.
             assert_eq!(m.global.is_empty(), scope == ResetScope::All, "{scope:?}");

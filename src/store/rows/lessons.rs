@@ -4,8 +4,7 @@
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use crate::service::lessons::{Activation, FailureType, Lesson, NewLesson, word_spans};
-use crate::store::rows::directives::Directive;
+use crate::service::lessons::{FailureType, Lesson, NewLesson, word_spans};
 use crate::store::{StoreError, from_us};
 
 /// The stored `strategy_spans` of a normalised strategy: `(start, end)` byte offsets of its
@@ -137,18 +136,6 @@ impl ActiveStrategy {
             _ => Ok(None),
         }
     }
-}
-
-/// What [`set_active_recorded`](crate::store::lessons::set_active_recorded) did: the lesson as it was, the change, and the `OVERRIDE`
-/// entry written to the directive history.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Recorded {
-    /// The lesson before the change.
-    pub before: Lesson,
-    /// The lesson after, whether `is_active` changed, and the note.
-    pub change: Activation,
-    /// The directive-history entry recording it.
-    pub directive: Directive,
 }
 
 /// What [`import`](crate::store::lessons::import) did with one lesson.

@@ -163,7 +163,7 @@ impl WriteTool for SetLessonActive {
                 }
             }
         };
-        let recorded = lesson_store::set_active_recorded(
+        let recorded = crate::ops::lessons::set_active(
             ctx.db,
             id,
             input.active,
@@ -171,7 +171,7 @@ impl WriteTool for SetLessonActive {
             DEFAULT_ACTOR,
             ctx.now,
         )?;
-        let Some(lesson_store::Recorded {
+        let Some(crate::ops::lessons::Recorded {
             before,
             change,
             directive: d,

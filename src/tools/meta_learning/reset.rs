@@ -9,7 +9,6 @@ use super::{LambdaPair, Named};
 use crate::service::Family;
 use crate::service::lessons::DEFAULT_ACTOR;
 use crate::service::meta::{EscalationStatus, ResetScope};
-use crate::store::meta as meta_store;
 use crate::tools::wire::{NonBlank, OneOf, Validate, WireUuid};
 use crate::tools::{Annotations, Answer, ToolDef, ToolError, WriteCtx, WriteTool};
 
@@ -81,7 +80,7 @@ impl WriteTool for ResetMetaLearning {
         let scope = input.scope.get();
         let rationale = input.rationale.as_str().trim();
         let previous = ctx.svc.meta.lambdas;
-        let (_, directive) = meta_store::reset_recorded(
+        let (_, directive) = crate::ops::meta::reset(
             ctx.db,
             &mut ctx.svc.meta,
             scope,
