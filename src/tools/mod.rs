@@ -214,7 +214,11 @@ impl<O> Answer<O> {
     }
 }
 
-fn encode<O: Serialize>(answer: Answer<O>) -> ToolResult {
+/// The one encode path of every tool: a typed [`Answer`] as the [`Outcome`] the server sends.
+///
+/// # Errors
+/// [`ToolError::Internal`] when the output does not serialise.
+pub(crate) fn encode<O: Serialize>(answer: Answer<O>) -> ToolResult {
     let v = serde_json::to_value(&answer.output)
         .map_err(|e| ToolError::Internal(format!("the answer could not be encoded: {e}")))?;
     Ok(if answer.is_error {

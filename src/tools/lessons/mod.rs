@@ -24,7 +24,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::wire;
-use super::{Answer, Handler, Outcome, ReadCtx, ReadTool, Tool, ToolError, ToolResult};
+use super::{Answer, Handler, ReadCtx, ReadTool, Tool, ToolError, ToolResult};
 use super::{WriteCtx, WriteTool};
 use crate::store::lessons as lesson_store;
 pub use shapes::{DirectiveOut, Flag, LessonOut};
@@ -187,13 +187,7 @@ fn encode<O: Serialize + Structured>(
             Answer::failed(O::failure(&e))
         }
     };
-    let v = serde_json::to_value(&answer.output)
-        .map_err(|e| ToolError::Internal(format!("the answer could not be encoded: {e}")))?;
-    Ok(if answer.is_error {
-        Outcome::Failed(v)
-    } else {
-        Outcome::Ok(v)
-    })
+    crate::tools::encode(answer)
 }
 
 #[cfg(test)]

@@ -22,8 +22,7 @@ use uuid::Uuid;
 
 use super::wire::{self, Num, UnitInterval, Validate, WireUuid};
 use super::{
-    Annotations, Answer, Handler, Outcome, Tool, ToolDef, ToolError, ToolResult, WriteCtx,
-    WriteTool,
+    Annotations, Answer, Handler, Tool, ToolDef, ToolError, ToolResult, WriteCtx, WriteTool,
 };
 use crate::service::Family;
 use crate::service::delta_sc::coherence::JOHARI_DEFAULT;
@@ -181,14 +180,7 @@ impl WriteTool for ComputeDeltaSc {
 /// messages, a tenth of the time on large fingerprints).
 fn handle(ctx: &mut WriteCtx<'_>, args: &Value) -> ToolResult {
     let input = parse_fast(args)?;
-    let answer = ComputeDeltaSc::run(ctx, input)?;
-    let v = serde_json::to_value(&answer.output)
-        .map_err(|e| ToolError::Internal(format!("the answer could not be encoded: {e}")))?;
-    Ok(if answer.is_error {
-        Outcome::Failed(v)
-    } else {
-        Outcome::Ok(v)
-    })
+    ComputeDeltaSc::run(ctx, input).and_then(crate::tools::encode)
 }
 
 /// The smallest valid full fingerprint in JSON: ±1 integers (every `flip`-th value −1), one E12
