@@ -6,9 +6,8 @@ use chrono::{DateTime, Utc};
 use parking_lot::RwLock;
 use serde_json::Value;
 
-use super::redaction::{self, Redaction};
 use super::registry::{Profile, ToolFamily};
-use super::{Handler, Outcome, ReadCtx, ToolError, ToolResult, WriteCtx, wire};
+use super::{Handler, ReadCtx, ToolError, ToolReply, ToolResult, WriteCtx, redaction, wire};
 use crate::protocol::jsonrpc::RpcError;
 use crate::protocol::mcp;
 use crate::semantic::Semantic;
@@ -41,18 +40,6 @@ impl CallError {
             CallError::Rpc(e) => e,
         }
     }
-}
-
-/// A tool's answer before encoding: its `structuredContent` and whether it reports a failure
-/// (`isError`, for a structured tool-level error such as `BELIEF_NOT_FOUND`).
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolReply {
-    /// The tool's output object, valid against its `outputSchema`.
-    pub structured: Value,
-    /// `true` for a tool-level failure reported as a result.
-    pub is_error: bool,
-    /// The secrets replaced in the call's arguments before the tool saw them (empty: none).
-    pub redacted: Vec<Redaction>,
 }
 
 /// The shared application state: the cached service, the store, the published tool profile
@@ -327,20 +314,13 @@ impl App {
         (tool.prepare)(&self.semantic, arguments);
         // The handler reads `arguments` with wire::parse, which refuses anything but an object
         // (or nothing) with a message.
-        let outcome = match tool.handler {
+        let mut reply = match tool.handler {
             Handler::Read(f) => self.run_read(f, arguments),
             Handler::Write(f, families) => self.run_write(f, families, arguments),
         }
         .map_err(failed)?;
-        let (structured, is_error) = match outcome {
-            Outcome::Ok(structured) => (structured, false),
-            Outcome::Failed(structured) => (structured, true),
-        };
-        Ok(ToolReply {
-            structured,
-            is_error,
-            redacted,
-        })
+        reply.redacted = redacted;
+        Ok(reply)
     }
 
     fn run_read(&self, f: fn(&ReadCtx<'_>, &Value) -> ToolResult, args: &Value) -> ToolResult {

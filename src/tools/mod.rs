@@ -28,7 +28,7 @@ use serde_json::{Value, json};
 use crate::semantic::Semantic;
 use crate::service::{Family, MetaLearningService};
 use crate::store::{Db, StoreError, request_keys};
-pub use app::{App, CallError, ToolReply};
+pub use app::{App, CallError};
 pub use registry::{Profile, ToolFamily, find, registry};
 
 /// A handler failure that becomes a JSON-RPC error.
@@ -55,18 +55,42 @@ impl From<StoreError> for ToolError {
     }
 }
 
-/// What a handler returns on success.
+/// A tool's answer, encoded: what a handler returns on success and [`App::call`] answers.
+/// The one answer type of the tool layer (a handler's typed [`Answer`] becomes this in
+/// [`encode`]).
 #[derive(Debug, Clone, PartialEq)]
-pub enum Outcome {
+pub struct ToolReply {
+    /// The tool's output object (`structuredContent`), valid against its `outputSchema`.
+    pub structured: Value,
+    /// `isError`: a structured failure object, for tools whose contract requires one (lessons,
+    /// `BELIEF_NOT_FOUND`).
+    pub is_error: bool,
+    /// The secrets replaced in the call's arguments before the tool saw them (empty: none;
+    /// filled by [`App::call`]).
+    pub redacted: Vec<redaction::Redaction>,
+}
+
+impl ToolReply {
     /// A result object (`isError: false`).
-    Ok(Value),
-    /// A structured failure object (`isError: true`), for tools whose contract requires one
-    /// (lessons, `BELIEF_NOT_FOUND`).
-    Failed(Value),
+    pub fn ok(structured: Value) -> Self {
+        ToolReply {
+            structured,
+            is_error: false,
+            redacted: Vec::new(),
+        }
+    }
+
+    /// A structured failure object (`isError: true`).
+    pub fn failed(structured: Value) -> Self {
+        ToolReply {
+            is_error: true,
+            ..ToolReply::ok(structured)
+        }
+    }
 }
 
 /// A handler's result.
-pub type ToolResult = Result<Outcome, ToolError>;
+pub type ToolResult = Result<ToolReply, ToolError>;
 
 /// What a read handler sees.
 pub struct ReadCtx<'a> {
@@ -222,9 +246,9 @@ pub(crate) fn encode<O: Serialize>(answer: Answer<O>) -> ToolResult {
     let v = serde_json::to_value(&answer.output)
         .map_err(|e| ToolError::Internal(format!("the answer could not be encoded: {e}")))?;
     Ok(if answer.is_error {
-        Outcome::Failed(v)
+        ToolReply::failed(v)
     } else {
-        Outcome::Ok(v)
+        ToolReply::ok(v)
     })
 }
 
@@ -273,13 +297,13 @@ pub(crate) fn keyed<T: WriteTool>(
         }
         let answer: Value = serde_json::from_str(&first.answer)
             .map_err(|e| ToolError::Internal(format!("a stored answer is unreadable: {e}")))?;
-        return Ok(Outcome::Ok(answer));
+        return Ok(ToolReply::ok(answer));
     }
     let outcome = run(ctx, input)?;
-    if let Outcome::Ok(answer) = &outcome {
+    if !outcome.is_error {
         let recorded = request_keys::Recorded {
             arguments,
-            answer: answer.to_string(),
+            answer: outcome.structured.to_string(),
         };
         request_keys::insert(ctx.db, T::NAME, &key, &recorded, ctx.now.timestamp_micros())?;
     }
