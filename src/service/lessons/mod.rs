@@ -11,6 +11,8 @@
 //! keeps lessons unique per (task key, normalised strategy). The directive history (human
 //! interventions) is owned by `store::directives`; only its text limits live here.
 
+pub mod classifier;
+pub mod features;
 pub mod guard;
 pub mod lexical;
 pub mod matching;
