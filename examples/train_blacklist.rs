@@ -109,7 +109,10 @@ struct Rows {
     structural: Vec<bool>,
 }
 
-fn rows(pairs: &[Pair], cosine: Option<&dyn Fn(&str, &str) -> f64>) -> Rows {
+/// The model's cosine of a (lesson, proposal) pair, raw texts.
+type Cosine<'a> = &'a dyn Fn(&str, &str) -> f64;
+
+fn rows(pairs: &[Pair], cosine: Option<Cosine<'_>>) -> Rows {
     let mut r = Rows {
         x: Vec::new(),
         y: Vec::new(),

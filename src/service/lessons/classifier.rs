@@ -69,7 +69,7 @@ impl LogisticModel {
     ///
     /// Standardisation: μ and σ (population) per feature over `rows`; a constant feature gets
     /// σ = 1 and, having z = 0 everywhere, weight 0. With `l2` = 0 and separable data the
-    /// weights grow until [`MAX_ITERATIONS`]; use λ > 0.
+    /// weights grow until the iteration limit (100 steps); use λ > 0.
     ///
     /// # Panics
     /// When a row's length differs from `features.len()`, or `rows` and `labels` differ in
@@ -118,16 +118,11 @@ impl LogisticModel {
                 let p = sigmoid(t);
                 let r = p - if y { 1.0 } else { 0.0 };
                 let w = p * (1.0 - p);
-                for i in 0..k {
-                    grad[i] += r * row[i];
-                    for j in 0..=i {
-                        hess[i][j] += w * row[i] * row[j];
+                for (i, (g, h)) in grad.iter_mut().zip(&mut hess).enumerate() {
+                    *g += r * row[i];
+                    for (hij, zj) in h.iter_mut().zip(row) {
+                        *hij += w * row[i] * zj;
                     }
-                }
-            }
-            for i in 0..k {
-                for j in 0..i {
-                    hess[j][i] = hess[i][j];
                 }
             }
             for i in 0..d {
@@ -285,31 +280,26 @@ pub fn cross_validated(
         .collect()
 }
 
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
 /// Solves `a · x = b` for a symmetric positive definite `a` by Cholesky decomposition
 /// (`a = L·Lᵀ`), then forward and back substitution.
 fn solve(mut a: Vec<Vec<f64>>, b: Vec<f64>) -> Vec<f64> {
     let n = b.len();
     for j in 0..n {
-        let mut d = a[j][j];
-        for k in 0..j {
-            d -= a[j][k] * a[j][k];
-        }
+        let d = a[j][j] - a[j][..j].iter().map(|x| x * x).sum::<f64>();
         let d = d.max(1e-300).sqrt();
         a[j][j] = d;
         for i in j + 1..n {
-            let mut s = a[i][j];
-            for k in 0..j {
-                s -= a[i][k] * a[j][k];
-            }
+            let s = a[i][j] - dot(&a[i][..j], &a[j][..j]);
             a[i][j] = s / d;
         }
     }
     let mut y = b;
     for i in 0..n {
-        for k in 0..i {
-            y[i] -= a[i][k] * y[k];
-        }
-        y[i] /= a[i][i];
+        y[i] = (y[i] - dot(&a[i][..i], &y[..i])) / a[i][i];
     }
     for i in (0..n).rev() {
         for k in i + 1..n {

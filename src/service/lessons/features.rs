@@ -168,7 +168,7 @@ const NEGATION_CUES: &[&str] = &[
 ];
 
 /// `normalised` cut at its first reason marker: (strategy part, reason part). The strategy part
-/// is the whole text when no marker follows at least [`MIN_STRATEGY_WORDS`] words.
+/// is the whole text when no marker follows at least three words.
 pub fn split_reason(normalised: &str) -> (&str, Option<&str>) {
     let mut cut: Option<(usize, usize)> = None;
     for m in REASON_MARKERS {

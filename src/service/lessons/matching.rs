@@ -13,7 +13,15 @@
 //! Containment works on whole tokens, so the lesson `"use"` does not match inside `"reuse"`, and
 //! punctuation between words does not matter (`"cache, then retry"` contains `"cache then"`).
 //!
-//! [`decide`] (issue 15) takes any similarity score with its threshold — [`lexical_similarity`]
+//! The server decides with [`decide_classified`] (issue 30): after the structural rules, a
+//! first stage on the similarity, then the blacklist classifier ([`super::classifier`]) over
+//! the alignment features of [`super::features`]; explicit reversals veto a block, and every
+//! "different" verdict close enough to matter is a near miss with its reason.
+//! [`decide_lexical`] is that decision without a model. `docs/MATCHING.md` has the design and
+//! the figures.
+//!
+//! [`decide`] (issue 15, kept for the evaluation's "before" figures) takes any similarity
+//! score with its threshold — [`lexical_similarity`]
 //! against [`LEXICAL_THRESHOLD`] ([`decide_lexical`]), or the cosine of sentence embeddings
 //! against [`super::vectors::EMBEDDING_THRESHOLD`] — and the guard ([`super::guard::check`]): a
 //! lesson that scores above the threshold but that the proposal reverses or retargets is a
@@ -453,12 +461,13 @@ fn strongest_reason(model: &LogisticModel, f: &Features) -> Option<GuardReason> 
 /// with [`Variant::Model`], [`lexical_similarity`] with [`Variant::Lexical`].
 ///
 /// In order: `exact`, `contains`, `contained_in` as in the module table. Otherwise each lesson
-/// that [`is_candidate`] is classified ([`classify`]); one with P(same) at or above the
-/// classifier's threshold blocks as `similar`, with score P (the highest P blocks; ties:
-/// earlier). A lesson not blocked whose similarity is at least [`Variant::near_miss_floor`]
-/// and in which the classifier saw a difference (reversal, swapped roles, another number,
-/// target, identifier or a negation) is a near miss with that reason ([`strongest_reason`]).
-/// `best` is the lesson of highest similarity, as in [`decide`].
+/// that [`is_candidate`] is classified ([`classify`]: [`shares_most`], [`vetoed`], then P);
+/// one with P(same) at or above the classifier's threshold blocks as `similar`, with score P
+/// (the highest P blocks; ties: earlier). A lesson not blocked whose similarity is at least
+/// [`Variant::near_miss_floor`] and in which the classifier saw a difference (reversal,
+/// swapped roles, another number, target, identifier or a negation) is a near miss with that
+/// reason: the veto's, else the difference feature with the most negative contribution to the
+/// log-odds. `best` is the lesson of highest similarity, as in [`decide`].
 pub fn decide_classified<'a, I>(proposal: &str, lessons: I, variant: Variant) -> Decision
 where
     I: IntoIterator<Item = Candidate<'a>>,
