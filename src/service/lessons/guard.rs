@@ -56,7 +56,7 @@ use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::LazyLock;
 
-use super::lexical::{ANTONYMS, LexicalText, MODIFIERS, Op, Piece, Term, canonical_word};
+use super::lexical::{self, LexicalText, Op, Piece, Term, canonical_word};
 
 /// Why a proposal that scores like a lesson is nevertheless a different strategy.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -171,7 +171,7 @@ enum Marker {
 
 static LISTS: LazyLock<Lists> = LazyLock::new(|| {
     let mut antonyms = HashSet::new();
-    for &(a, b) in ANTONYMS {
+    for &(a, b) in lexical::antonyms() {
         let (a, b) = (canonical_word(a), canonical_word(b));
         antonyms.insert((a.clone(), b.clone()));
         antonyms.insert((b, a));
@@ -204,7 +204,10 @@ static LISTS: LazyLock<Lists> = LazyLock::new(|| {
     .collect();
     Lists {
         antonyms,
-        modifiers: MODIFIERS.iter().map(|w| canonical_word(w)).collect(),
+        modifiers: lexical::modifiers()
+            .iter()
+            .map(|w| canonical_word(w))
+            .collect(),
         light_verbs: ["use", "make", "turn"]
             .iter()
             .map(|w| canonical_word(w))
