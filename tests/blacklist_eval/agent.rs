@@ -1,5 +1,6 @@
-//! Today's matcher on the agent-style sets (issue 30): the development set
-//! `blacklist_pairs_agent_dev.jsonl` and the frozen test set `blacklist_pairs_agent_test.jsonl`.
+//! The issue-15 matcher (score, threshold and guard: the "before" of issue 30) on the
+//! agent-style sets: the development set `blacklist_pairs_agent_dev.jsonl` and the frozen test
+//! set `blacklist_pairs_agent_test.jsonl`. The classifier that replaced it: [`crate::classified`].
 //!
 //! Each matcher (the lexical score with the guard, as `decide_lexical` decides; the cosine of
 //! all-MiniLM-L6-v2 vectors with the guard, as `decide` decides with the model) is measured
