@@ -44,7 +44,7 @@
 //! "different approach" verdict can name its reason (`reversal: increase vs decrease`).
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 
 use super::guard::{self, GuardReason, Unit};
 use super::lexical::{LexicalText, Piece, canonical_word};
@@ -215,11 +215,30 @@ impl Prepared {
         })
     }
 
-    /// [`Prepared::new`] with every analysis remembered ([`LexicalText::cached`]): for stored
-    /// lessons, checked again and again.
-    pub fn cached(text: &str) -> Prepared {
+    /// [`Prepared::new`], remembered: for stored lessons, checked again and again. At most
+    /// [`super::lexical::LEXICAL_MEMO_CAPACITY`] texts are kept; when full, the memo is emptied
+    /// and fills again (as [`LexicalText::cached`], whose analyses it shares).
+    pub fn cached(text: &str) -> Arc<Prepared> {
+        static MEMO: LazyLock<Mutex<HashMap<Box<str>, Arc<Prepared>>>> =
+            LazyLock::new(Mutex::default);
+        // A poisoned lock only means another thread panicked between two map operations.
+        let lookup = |text: &str| {
+            MEMO.lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .get(text)
+                .cloned()
+        };
+        if let Some(p) = lookup(text) {
+            return p;
+        }
         let whole = LexicalText::cached(text);
-        Prepared::with(whole, LexicalText::cached)
+        let prepared = Arc::new(Prepared::with(whole, LexicalText::cached));
+        let mut memo = MEMO.lock().unwrap_or_else(PoisonError::into_inner);
+        if memo.len() >= super::lexical::LEXICAL_MEMO_CAPACITY {
+            memo.clear();
+        }
+        memo.insert(text.into(), prepared.clone());
+        prepared
     }
 
     /// Prepares around an analysis of the whole text that the caller already has.
@@ -345,6 +364,16 @@ fn cues<'a>(units: &[Unit<'a>]) -> Vec<Unit<'a>> {
         .filter(|u| negation_cues().contains(u.canon))
         .copied()
         .collect()
+}
+
+/// The two coverage shares of [`features`] alone: (`lesson_covered`, `proposal_covered`), for a
+/// caller that decides on them before computing the rest.
+pub fn coverage(lesson: &Prepared, proposal: &Prepared) -> (f64, f64) {
+    let (lw_bag, pw_bag) = (bag(lesson.whole.terms()), bag(proposal.whole.terms()));
+    (
+        share_covered(lesson.strategy.terms(), &pw_bag),
+        share_covered(proposal.strategy.terms(), &lw_bag),
+    )
 }
 
 /// The features of `proposal` against `lesson`; `cosine` is the model's similarity of the two

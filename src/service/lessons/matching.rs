@@ -388,10 +388,10 @@ pub fn classify(
         Variant::Lexical => None,
         Variant::Model => Some(cosine.unwrap_or(0.0)),
     };
-    let f = features(lesson, proposal, cosine);
-    if !shares_most(&f) {
+    if !shares_most_of(lesson, proposal) {
         return None;
     }
+    let f = features(lesson, proposal, cosine);
     let probability = if vetoed(&f) {
         0.0
     } else {
@@ -414,6 +414,14 @@ pub fn vetoed(f: &Features) -> bool {
             .is_some_and(|i| f.values[i] > 0.0)
     };
     on("reversal") || on("swapped")
+}
+
+/// [`shares_most`] before the features are computed (the same two shares, from
+/// [`super::features::coverage`]): most lessons of a task fail it, and it costs a fraction of
+/// the features.
+fn shares_most_of(lesson: &Prepared, proposal: &Prepared) -> bool {
+    let (lesson_covered, proposal_covered) = super::features::coverage(lesson, proposal);
+    lesson_covered > MIN_SHARED || proposal_covered > MIN_SHARED
 }
 
 /// More than this share of the lesson's strategy terms, or of the proposal's, must be shared
@@ -579,7 +587,7 @@ pub fn classifier_rows(
         let l = Prepared::cached(lesson);
         let cosine = cosines.map(|c| c[i]);
         let dice = lexical_similarity(l.whole(), prepared.whole());
-        if is_candidate(dice, cosine) {
+        if is_candidate(dice, cosine) && shares_most_of(&l, &prepared) {
             let f = features(&l, &prepared, cosine);
             if shares_most(&f) && !vetoed(&f) {
                 rows.push((i, f));
