@@ -522,8 +522,19 @@ where
             Some(whole) => Prepared::from_whole(whole),
             None => Prepared::new(proposal),
         });
-        let lesson_text = Prepared::cached(c.normalised);
         let cosine = (variant == Variant::Model).then_some(c.score);
+        // The first stage from what is at hand, before the lesson is prepared: the lexical
+        // variant's score is the Dice itself.
+        let dice = match variant {
+            Variant::Lexical => c.score,
+            Variant::Model => {
+                lexical_similarity(&LexicalText::cached(c.normalised), proposal_text.whole())
+            }
+        };
+        if !is_candidate(dice, cosine) {
+            continue;
+        }
+        let lesson_text = Prepared::cached(c.normalised);
         let Some((probability, f)) = classify(&lesson_text, proposal_text, cosine, variant) else {
             continue;
         };
