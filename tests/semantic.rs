@@ -10,6 +10,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{MODEL_ENV, Server, bin, real_model};
+use meta_utl_mcp::service::lessons::matching::Variant;
 use serde_json::{Value, json};
 
 /// How long the server may take to load the model and embed the stored lessons.
@@ -316,14 +317,15 @@ fn without_a_model_the_lexical_matcher_decides_after_one_warning_line() {
     assert!(warnings[0].contains("lexical matcher"), "{stderr}");
     assert!(warnings[0].contains("model install"), "{stderr}");
 
-    // `off` switches the model off without a warning; answers name the lexical matcher.
+    // `off` switches the model off without a warning; answers name the lexical matcher and
+    // the probability threshold of its classifier (issue 30; it was the lexical score's 0.48).
     let mut s = Server::start_at(&db, &["--embedding-model", "off"]);
     s.initialize("2025-06-18");
     log(&mut s, "T", "Parse the HTML with regular expressions");
     let r = check(&mut s, "T", "I tried parsing the HTML with regexes");
     assert_eq!(
         r["matcher"],
-        json!({"kind": "lexical", "threshold": 0.48}),
+        json!({"kind": "lexical", "threshold": Variant::Lexical.classifier().threshold}),
         "{r}"
     );
     assert_eq!(r["blacklisted"], true, "{r}");

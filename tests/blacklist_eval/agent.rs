@@ -1,5 +1,6 @@
-//! Today's matcher on the agent-style sets (issue 30): the development set
-//! `blacklist_pairs_agent_dev.jsonl` and the frozen test set `blacklist_pairs_agent_test.jsonl`.
+//! The issue-15 matcher (score, threshold and guard: the "before" of issue 30) on the
+//! agent-style sets: the development set `blacklist_pairs_agent_dev.jsonl` and the frozen test
+//! set `blacklist_pairs_agent_test.jsonl`. The classifier that replaced it: [`crate::classified`].
 //!
 //! Each matcher (the lexical score with the guard, as `decide_lexical` decides; the cosine of
 //! all-MiniLM-L6-v2 vectors with the guard, as `decide` decides with the model) is measured
@@ -40,13 +41,13 @@ const LEVEL: f64 = 0.95;
 
 /// F1 with the model.
 #[cfg_attr(not(feature = "embedding"), allow(dead_code))]
-const TARGET_F1_MODEL: f64 = 0.90;
+pub const TARGET_F1_MODEL: f64 = 0.90;
 /// F1 of the lexical matcher alone.
-const TARGET_F1_LEXICAL: f64 = 0.80;
+pub const TARGET_F1_LEXICAL: f64 = 0.80;
 /// Hard negatives (reversal, changed target, changed version or number) let through.
-const TARGET_HARD_LET_THROUGH: f64 = 0.80;
+pub const TARGET_HARD_LET_THROUGH: f64 = 0.80;
 /// Longer restatements (`terse_verbose` positives longer than their lesson) blacklisted.
-const TARGET_VERBOSE_CAUGHT: f64 = 0.80;
+pub const TARGET_VERBOSE_CAUGHT: f64 = 0.80;
 
 /// The guard on raw strategies, as the server applies it.
 fn rules(l: &str, p: &str) -> Option<GuardReason> {
@@ -67,16 +68,16 @@ fn report_of(
 }
 
 /// A matcher's decisions on one set, with the reports of the bootstrap resamples of its tasks.
-struct Measured {
+pub struct Measured {
     /// The report on the whole set.
-    report: Report,
+    pub report: Report,
     /// The reports on [`RESAMPLES`] resamples of the set's tasks.
     resamples: Vec<Report>,
 }
 
 impl Measured {
     /// Decides each pair of `scored` at `thresholds` (one a pair) and resamples the tasks.
-    fn new(scored: &[Scored], thresholds: &[f64]) -> Measured {
+    pub fn new(scored: &[Scored], thresholds: &[f64]) -> Measured {
         assert_eq!(scored.len(), thresholds.len());
         let tasks = scored.iter().map(|s| s.task + 1).max().unwrap_or(0);
         let mut by_task: Vec<Vec<usize>> = vec![Vec::new(); tasks];
@@ -100,7 +101,7 @@ impl Measured {
     }
 
     /// Every pair at one threshold.
-    fn at(scored: &[Scored], threshold: f64) -> Measured {
+    pub fn at(scored: &[Scored], threshold: f64) -> Measured {
         Measured::new(scored, &vec![threshold; scored.len()])
     }
 
@@ -147,7 +148,7 @@ impl Measured {
     }
 
     /// The figures with their intervals: the headline line, then the table by kind.
-    fn table(&self, title: &str, f1_target: f64) -> String {
+    pub fn table(&self, title: &str, f1_target: f64) -> String {
         let show = |e: Option<Estimate>| e.map_or_else(|| "–".to_owned(), |e| e.to_string());
         let mut out = table(title, &self.report);
         let _ = writeln!(
@@ -176,7 +177,7 @@ impl Measured {
     }
 
     /// One row of the baseline table in `tests/data/README.md` (Markdown).
-    fn markdown_row(&self, label: &str) -> String {
+    pub fn markdown_row(&self, label: &str) -> String {
         let show = |e: Option<Estimate>| e.map_or_else(|| "–".to_owned(), |e| e.to_string());
         format!(
             "| {label} | {} | {} | {} | {} | {} |",
@@ -348,7 +349,7 @@ impl Floors {
 }
 
 /// The sets are what `tests/data/README.md` says they are.
-fn sets() -> (Vec<Pair>, Vec<Pair>) {
+pub fn sets() -> (Vec<Pair>, Vec<Pair>) {
     let (dev, test) = (agent_dev_set(), agent_test_set());
     assert_eq!(dev.len(), 1105, "development pairs");
     assert_eq!(test.len(), 455, "test pairs");

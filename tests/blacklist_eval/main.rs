@@ -5,7 +5,8 @@
 //! - [`stats`]: the seeded generator, percentiles and bootstrap intervals;
 //! - [`old_sets`]: the first development set and the fresh set (issue 15);
 //! - [`agent`]: the agent-style development set and frozen test set (issue 30), with 95 %
-//!   intervals by resampling tasks.
+//!   intervals by resampling tasks: the issue-15 matcher (score, threshold and guard);
+//! - [`classified`]: the blacklist classifier of issue 30 on the same sets.
 //!
 //! Run with `META_UTL_EMBEDDING_MODEL=DIR cargo test --test blacklist_eval -- --nocapture` to
 //! see every table (without the variable the embedding matcher's tests say they skipped).
@@ -39,6 +40,7 @@
 mod common;
 
 mod agent;
+mod classified;
 mod harness;
 mod old_sets;
 mod stats;

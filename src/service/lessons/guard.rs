@@ -56,7 +56,7 @@ use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::LazyLock;
 
-use super::lexical::{ANTONYMS, LexicalText, MODIFIERS, Op, Piece, Term, canonical_word};
+use super::lexical::{self, LexicalText, Op, Piece, Term, canonical_word};
 
 /// Why a proposal that scores like a lesson is nevertheless a different strategy.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -171,7 +171,7 @@ enum Marker {
 
 static LISTS: LazyLock<Lists> = LazyLock::new(|| {
     let mut antonyms = HashSet::new();
-    for &(a, b) in ANTONYMS {
+    for &(a, b) in lexical::antonyms() {
         let (a, b) = (canonical_word(a), canonical_word(b));
         antonyms.insert((a.clone(), b.clone()));
         antonyms.insert((b, a));
@@ -204,7 +204,10 @@ static LISTS: LazyLock<Lists> = LazyLock::new(|| {
     .collect();
     Lists {
         antonyms,
-        modifiers: MODIFIERS.iter().map(|w| canonical_word(w)).collect(),
+        modifiers: lexical::modifiers()
+            .iter()
+            .map(|w| canonical_word(w))
+            .collect(),
         light_verbs: ["use", "make", "turn"]
             .iter()
             .map(|w| canonical_word(w))
@@ -224,12 +227,12 @@ static LISTS: LazyLock<Lists> = LazyLock::new(|| {
 
 /// A term or operator with the text it came from.
 #[derive(Debug, Clone, Copy)]
-struct Unit<'a> {
-    canon: &'a str,
-    surface: &'a str,
+pub(super) struct Unit<'a> {
+    pub(super) canon: &'a str,
+    pub(super) surface: &'a str,
 }
 
-fn units(t: &LexicalText) -> Vec<Unit<'_>> {
+pub(super) fn units(t: &LexicalText) -> Vec<Unit<'_>> {
     t.pieces()
         .iter()
         .filter_map(|p| match p {
@@ -244,7 +247,7 @@ fn units(t: &LexicalText) -> Vec<Unit<'_>> {
 }
 
 /// Units of `a` not matched by a unit of `b` with the same canonical form (multiset difference).
-fn only_in<'a>(a: &[Unit<'a>], b: &[Unit<'_>]) -> Vec<Unit<'a>> {
+pub(super) fn only_in<'a>(a: &[Unit<'a>], b: &[Unit<'_>]) -> Vec<Unit<'a>> {
     let mut left: HashMap<&str, usize> = HashMap::new();
     for u in b {
         *left.entry(u.canon).or_default() += 1;
@@ -275,7 +278,7 @@ fn are_opposites(a: &str, b: &str) -> bool {
     negated(a, b) || negated(b, a)
 }
 
-fn opposites(lesson: &LexicalText, proposal: &LexicalText) -> Option<GuardReason> {
+pub(super) fn opposites(lesson: &LexicalText, proposal: &LexicalText) -> Option<GuardReason> {
     let (l, p) = (units(lesson), units(proposal));
     let (l_only, p_only) = (only_in(&l, &p), only_in(&p, &l));
     for a in &l_only {
@@ -448,7 +451,7 @@ fn show(a: &[Unit<'_>]) -> String {
     a.iter().map(|u| u.surface).collect::<Vec<_>>().join(" ")
 }
 
-fn swapped_roles(lesson: &LexicalText, proposal: &LexicalText) -> Option<GuardReason> {
+pub(super) fn swapped_roles(lesson: &LexicalText, proposal: &LexicalText) -> Option<GuardReason> {
     let (l, p) = (roles(&elems(lesson)), roles(&elems(proposal)));
     let cross = overlap(&l.old, &p.new)
         + overlap(&l.new, &p.old)
@@ -478,7 +481,7 @@ fn swapped_roles(lesson: &LexicalText, proposal: &LexicalText) -> Option<GuardRe
 // Rule 3: substitution
 
 /// Content units (terms that are not stop words, comparison operators).
-fn content(t: &LexicalText) -> Vec<Unit<'_>> {
+pub(super) fn content(t: &LexicalText) -> Vec<Unit<'_>> {
     t.pieces()
         .iter()
         .filter_map(|p| match p {
@@ -497,7 +500,7 @@ fn content(t: &LexicalText) -> Vec<Unit<'_>> {
 }
 
 /// Longest common subsequence of canonical forms: the aligned index pairs, in order.
-fn lcs(a: &[Unit<'_>], b: &[Unit<'_>]) -> Vec<(usize, usize)> {
+pub(super) fn lcs(a: &[Unit<'_>], b: &[Unit<'_>]) -> Vec<(usize, usize)> {
     let (n, m) = (a.len(), b.len());
     let mut dp = vec![vec![0u16; m + 1]; n + 1];
     for i in (0..n).rev() {
@@ -527,7 +530,7 @@ fn lcs(a: &[Unit<'_>], b: &[Unit<'_>]) -> Vec<(usize, usize)> {
 /// Longest run of differing words that still counts as one substituted target.
 const MAX_SUBSTITUTION: usize = 3;
 
-fn is_number(canon: &str) -> bool {
+pub(super) fn is_number(canon: &str) -> bool {
     canon.starts_with(|c: char| c.is_ascii_digit())
 }
 
@@ -564,7 +567,7 @@ fn verb_first(t: &LexicalText) -> bool {
 }
 
 /// Written like an identifier: inner punctuation or digits (`values-prod.yaml`, `i64`, `s3`).
-fn is_identifier_like(surface: &str) -> bool {
+pub(super) fn is_identifier_like(surface: &str) -> bool {
     surface
         .chars()
         .any(|c| c.is_ascii_digit() || matches!(c, '.' | '_' | '/' | ':'))
@@ -596,7 +599,7 @@ fn same_name(a: &[Unit<'_>], b: &[Unit<'_>]) -> bool {
     bare_of(a, b) || bare_of(b, a)
 }
 
-fn substitution(lesson: &LexicalText, proposal: &LexicalText) -> Option<GuardReason> {
+pub(super) fn substitution(lesson: &LexicalText, proposal: &LexicalText) -> Option<GuardReason> {
     let (l, p) = (content(lesson), content(proposal));
     let aligned = lcs(&l, &p);
     let longer = l.len().max(p.len());

@@ -21,8 +21,9 @@
 //!    `I`, `we'll`, `tried`, prepositions, `use`, `make`). They are left out of the similarity but
 //!    kept for the guard, which reads `from … to`, `instead of` and `with` / `without`.
 //!
-//! The tables are small and hand-written for coding strategies; a word absent from them only
-//! loses its synonyms, never its literal match. Everything is ASCII-oriented: non-ASCII words
+//! The tables are small and hand-written for coding strategies, kept as data in
+//! `data/vocab/*.tsv` (compiled in, each entry with its provenance); a word absent from them
+//! only loses its synonyms, never its literal match. Everything is ASCII-oriented: non-ASCII words
 //! pass through unstemmed (each Han ideograph stays its own term, as in [`super::text::word_tokens`]).
 
 use std::collections::{HashMap, HashSet};
@@ -202,7 +203,7 @@ pub fn stem(word: &str) -> String {
     if word.len() < 3 || !word.bytes().all(|b| b.is_ascii_lowercase()) {
         return word.to_owned();
     }
-    if let Some(&(_, base)) = IRREGULAR.iter().find(|(w, _)| *w == word) {
+    if let Some(&(_, base)) = irregular().iter().find(|(w, _)| *w == word) {
         return stem(base);
     }
     let mut w = british_to_american(word);
@@ -245,67 +246,9 @@ pub fn stem(word: &str) -> String {
 }
 
 /// Irregular forms that suffix stripping cannot reach, mapped to their base form.
-const IRREGULAR: &[(&str, &str)] = &[
-    ("built", "build"),
-    ("rebuilt", "rebuild"),
-    ("wrote", "write"),
-    ("written", "write"),
-    ("rewrote", "rewrite"),
-    ("rewritten", "rewrite"),
-    ("froze", "freeze"),
-    ("frozen", "freeze"),
-    ("ran", "run"),
-    ("made", "make"),
-    ("did", "do"),
-    ("done", "do"),
-    ("went", "go"),
-    ("gone", "go"),
-    ("chose", "choose"),
-    ("chosen", "choose"),
-    ("caught", "catch"),
-    ("kept", "keep"),
-    ("sent", "send"),
-    ("took", "take"),
-    ("taken", "take"),
-    ("gave", "give"),
-    ("given", "give"),
-    ("began", "begin"),
-    ("begun", "begin"),
-    ("threw", "throw"),
-    ("thrown", "throw"),
-    ("brought", "bring"),
-    ("bound", "bind"),
-    ("held", "hold"),
-    ("found", "find"),
-    ("got", "get"),
-    ("gotten", "get"),
-    ("lost", "lose"),
-    ("paid", "pay"),
-    ("said", "say"),
-    ("told", "tell"),
-    ("knew", "know"),
-    ("known", "know"),
-    ("thought", "think"),
-    ("meant", "mean"),
-    ("spent", "spend"),
-    ("grew", "grow"),
-    ("grown", "grow"),
-    ("shrank", "shrink"),
-    ("shrunk", "shrink"),
-    ("understood", "understand"),
-    ("overrode", "override"),
-    ("overridden", "override"),
-    ("undid", "undo"),
-    ("undone", "undo"),
-    ("redid", "redo"),
-    ("redone", "redo"),
-    ("reran", "rerun"),
-    ("hid", "hide"),
-    ("hidden", "hide"),
-    ("indices", "index"),
-    ("matrices", "matrix"),
-    ("children", "child"),
-];
+fn irregular() -> &'static [(&'static str, &'static str)] {
+    &VOCAB.irregular
+}
 
 fn has_vowel(s: &str) -> bool {
     s.bytes()
@@ -374,443 +317,135 @@ fn british_to_american(word: &str) -> String {
 /// `increase` and `decrease`, so that "bump the timeout", "raise the timeout" and "increase the
 /// timeout" agree (and "upgrade React" / "bump React" too); the guard then only needs one
 /// antonym pair for all of them.
-const PHRASES: &[(&str, &str)] = &[
-    // Abbreviations and spellings.
-    ("regular expression", "regex"),
-    ("regexp", "regex"),
-    ("regex", "regex"),
-    ("db", "database"),
-    ("database", "database"),
-    ("k8s", "kubernetes"),
-    ("kube", "kubernetes"),
-    ("env var", "envvar"),
-    ("env variable", "envvar"),
-    ("environment variable", "envvar"),
-    ("envvar", "envvar"),
-    ("deps", "dependency"),
-    ("dep", "dependency"),
-    ("dependency", "dependency"),
-    ("config", "config"),
-    ("configuration", "config"),
-    ("cfg", "config"),
-    ("conf", "config"),
-    ("repository", "repo"),
-    ("dir", "directory"),
-    ("folder", "directory"),
-    ("lib", "library"),
-    ("msg", "message"),
-    ("authentication", "auth"),
-    ("ctx", "context"),
-    ("garbage collector", "gc"),
-    ("garbage collection", "gc"),
-    ("node.js", "node"),
-    ("nodejs", "node"),
-    ("postgresql", "postgres"),
-    ("pg", "postgres"),
-    ("ts", "typescript"),
-    ("py", "python"),
-    ("continuous integration", "ci"),
-    ("mutex", "lock"),
-    ("time out", "timeout"),
-    ("time-out", "timeout"),
-    ("sign in", "login"),
-    ("log in", "login"),
-    ("logged in", "login"),
-    ("signed in", "login"),
-    ("set up", "setup"),
-    ("clean up", "cleanup"),
-    ("look up", "lookup"),
-    ("tear down", "teardown"),
-    ("shut down", "stop"),
-    ("spin up", "start"),
-    ("up to", "max"),
-    ("at most", "max"),
-    ("maximum", "max"),
-    ("minimum", "min"),
-    ("rerun", "retry"),
-    ("re-run", "retry"),
-    ("number of", "count"),
-    ("number", "count"),
-    ("count", "count"),
-    ("amount of", "count"),
-    ("out of", "outside"),
-    ("hard code", "hardcode"),
-    ("hard-code", "hardcode"),
-    ("hardcode", "hardcode"),
-    // Direction.
-    ("increase", "increase"),
-    ("raise", "increase"),
-    ("bump", "increase"),
-    ("bump up", "increase"),
-    ("upgrade", "increase"),
-    ("extend", "increase"),
-    ("lengthen", "increase"),
-    ("grow", "increase"),
-    ("enlarge", "increase"),
-    ("up", "increase"),
-    ("more", "increase"),
-    ("higher", "increase"),
-    ("larger", "increase"),
-    ("bigger", "increase"),
-    ("longer", "increase"),
-    ("decrease", "decrease"),
-    ("lower", "decrease"),
-    ("reduce", "decrease"),
-    ("shrink", "decrease"),
-    ("shorten", "decrease"),
-    ("downgrade", "decrease"),
-    ("down", "decrease"),
-    ("fewer", "decrease"),
-    ("less", "decrease"),
-    ("smaller", "decrease"),
-    ("shorter", "decrease"),
-    // Switches.
-    ("enable", "enable"),
-    ("activate", "enable"),
-    ("turn on", "enable"),
-    ("switch on", "enable"),
-    ("disable", "disable"),
-    ("deactivate", "disable"),
-    ("turn off", "disable"),
-    ("switch off", "disable"),
-    ("off", "disable"),
-    // Adding and removing.
-    ("add", "add"),
-    ("insert", "add"),
-    ("introduce", "add"),
-    ("create", "add"),
-    ("put", "add"),
-    ("append", "add"),
-    ("remove", "remove"),
-    ("delete", "remove"),
-    ("drop", "remove"),
-    ("rm", "remove"),
-    ("eliminate", "remove"),
-    ("get rid of", "remove"),
-    // Other verbs with common synonyms.
-    ("switch", "switch"),
-    ("switch to", "switch"),
-    ("migrate", "switch"),
-    ("change", "switch"),
-    ("convert", "switch"),
-    ("start", "start"),
-    ("begin", "start"),
-    ("launch", "start"),
-    ("boot", "start"),
-    ("stop", "stop"),
-    ("halt", "stop"),
-    ("run", "run"),
-    ("execute", "run"),
-    ("exec", "run"),
-    ("invoke", "run"),
-    ("retry", "retry"),
-    ("re-try", "retry"),
-    // Manner and quantity.
-    ("immediately", "immediately"),
-    ("right away", "immediately"),
-    ("straight away", "immediately"),
-    ("at once", "immediately"),
-    ("in one go", "immediately"),
-    ("instantly", "immediately"),
-    ("each", "each"),
-    ("every", "each"),
-    ("all", "each"),
-    ("serial", "serial"),
-    ("serially", "serial"),
-    ("sequential", "serial"),
-    ("sequentially", "serial"),
-    ("one at a time", "serial"),
-    ("in sequence", "serial"),
-    ("parallel", "parallel"),
-    ("in parallel", "parallel"),
-    ("concurrent", "parallel"),
-    ("concurrently", "parallel"),
-    ("asynchronous", "async"),
-    ("asynchronously", "async"),
-    ("synchronous", "sync"),
-    ("synchronously", "sync"),
-    ("no", "not"),
-    ("never", "not"),
-    // Units (also when cut from a number: 100ms, 60s, 2Gi).
-    ("ms", "ms"),
-    ("millisecond", "ms"),
-    ("msec", "ms"),
-    ("s", "s"),
-    ("sec", "s"),
-    ("secs", "s"),
-    ("second", "s"),
-    ("min", "min"),
-    ("mins", "min"),
-    ("minute", "min"),
-    ("h", "h"),
-    ("hr", "h"),
-    ("hrs", "h"),
-    ("hour", "h"),
-    ("d", "d"),
-    ("day", "d"),
-    ("kb", "kb"),
-    ("kib", "kb"),
-    ("ki", "kb"),
-    ("kilobyte", "kb"),
-    ("mb", "mb"),
-    ("mib", "mb"),
-    ("mi", "mb"),
-    ("megabyte", "mb"),
-    ("gb", "gb"),
-    ("gib", "gb"),
-    ("gi", "gb"),
-    ("gigabyte", "gb"),
-];
+fn phrases() -> &'static [(&'static str, &'static str)] {
+    &VOCAB.phrases
+}
 
 /// Stop words: carry no strategy of their own. Tense and person markers (`I`, `we'll`, `tried`,
 /// `going`) are here so that "I tried mocking X" compares like "mock X". Negations (`not`,
 /// `without`) and order words (`before`, `after`) are *not* stop words.
-const STOP_WORDS: &[&str] = &[
-    "a",
-    "an",
-    "the",
-    "this",
-    "that",
-    "these",
-    "those",
-    "it",
-    "its",
-    "it's",
-    "i",
-    "we",
-    "you",
-    "they",
-    "me",
-    "us",
-    "our",
-    "my",
-    "your",
-    "their",
-    "i'll",
-    "we'll",
-    "you'll",
-    "i've",
-    "we've",
-    "i'm",
-    "we're",
-    "let's",
-    "i'd",
-    "we'd",
-    "will",
-    "would",
-    "should",
-    "shall",
-    "can",
-    "could",
-    "may",
-    "might",
-    "must",
-    "be",
-    "is",
-    "are",
-    "was",
-    "were",
-    "been",
-    "being",
-    "am",
-    "do",
-    "does",
-    "have",
-    "has",
-    "had",
-    "try",
-    "tried",
-    "trying",
-    "attempt",
-    "going",
-    "gonna",
-    "want",
-    "just",
-    "also",
-    "then",
-    "so",
-    "too",
-    "very",
-    "really",
-    "again",
-    "still",
-    "now",
-    "first",
-    "here",
-    "there",
-    "when",
-    "whenever",
-    "while",
-    "which",
-    "what",
-    "whether",
-    "of",
-    "to",
-    "in",
-    "on",
-    "at",
-    "by",
-    "for",
-    "with",
-    "into",
-    "onto",
-    "from",
-    "as",
-    "and",
-    "or",
-    "but",
-    "via",
-    "per",
-    "instead",
-    "rather",
-    "than",
-    "use",
-    "using",
-    "make",
-    "turn",
-    "only",
-    "some",
-    "any",
-    "version",
-    "that's",
-    "there's",
-    "if",
-    "how",
-    "way",
-    "something",
-    "thing",
-    "things",
-];
+fn stop_words() -> &'static [&'static str] {
+    &VOCAB.stop_words
+}
 
-/// Pairs of opposite concepts (after [`PHRASES`]; both orders match). `increase` / `decrease`
+/// Pairs of opposite concepts (after [`phrases`]; both orders match). `increase` / `decrease`
 /// covers raise, bump, upgrade, extend, up, more, higher… against lower, reduce, downgrade,
 /// shorten, down, fewer, less.
-pub(crate) const ANTONYMS: &[(&str, &str)] = &[
-    ("increase", "decrease"),
-    ("enable", "disable"),
-    ("on", "off"),
-    ("on", "disable"),
-    ("add", "remove"),
-    ("before", "after"),
-    ("with", "without"),
-    ("true", "false"),
-    ("yes", "not"),
-    ("allow", "deny"),
-    ("allow", "block"),
-    ("allow", "forbid"),
-    ("include", "exclude"),
-    ("start", "stop"),
-    ("open", "close"),
-    ("lock", "unlock"),
-    ("min", "max"),
-    ("first", "last"),
-    ("ascending", "descending"),
-    ("sync", "async"),
-    ("blocking", "nonblocking"),
-    ("serial", "parallel"),
-    ("implicit", "explicit"),
-    ("inside", "outside"),
-    ("internal", "external"),
-    ("public", "private"),
-    ("eager", "lazy"),
-    ("static", "dynamic"),
-    ("required", "optional"),
-    ("mutable", "immutable"),
-    ("strict", "lenient"),
-    ("strict", "loose"),
-    ("always", "not"),
-    ("parent", "child"),
-    ("share", "own"),
-    ("share", "separate"),
-    ("share", "dedicated"),
-    ("share", "isolate"),
-    ("global", "local"),
-    ("encode", "decode"),
-    ("encrypt", "decrypt"),
-    ("compress", "decompress"),
-    ("serialize", "deserialize"),
-    ("import", "export"),
-    ("show", "hide"),
-    ("accept", "reject"),
-    ("grant", "revoke"),
-    ("attach", "detach"),
-    ("mount", "unmount"),
-    ("subscribe", "unsubscribe"),
-    ("register", "unregister"),
-    ("register", "deregister"),
-    ("install", "uninstall"),
-    ("above", "below"),
-    ("inclusive", "exclusive"),
-    ("upper", "lower"),
-    ("push", "pull"),
-];
+pub(crate) fn antonyms() -> &'static [(&'static str, &'static str)] {
+    &VOCAB.antonyms
+}
 
 /// Adjectives and adverbs of manner: a run holding one of these describes how, not what.
-pub(crate) const MODIFIERS: &[&str] = &[
-    "new",
-    "fresh",
-    "old",
-    "existing",
-    "current",
-    "whole",
-    "entire",
-    "full",
-    "small",
-    "big",
-    "large",
-    "custom",
-    "simple",
-    "single",
-    "separate",
-    "dedicated",
-    "own",
-    "random",
-    "proper",
-    "correct",
-    "manual",
-    "automatic",
-    "temporary",
-    "permanent",
-    "extra",
-    "additional",
-    "default",
-    "real",
-    "dummy",
-    "quick",
-    "fast",
-    "slow",
-    "better",
-    "different",
-    "same",
-    "other",
-    "another",
-    "hand",
-    "written",
-    "handwritten",
-    "global",
-    "local",
-    "immediately",
-    "each",
-    "first",
-    "last",
-    "every",
-    "all",
-    "more",
-    "less",
-    "explicit",
-    "implicit",
-    "static",
-    "dynamic",
-    "shared",
-    "common",
-    "generic",
-    "specific",
-    "right",
-    "wrong",
-    "properly",
-    "whole",
-    "instead",
+pub(crate) fn modifiers() -> &'static [&'static str] {
+    &VOCAB.modifiers
+}
+
+// ---------------------------------------------------------------------------------------------
+// Word tables, as data
+
+/// The word tables, read from `data/vocab/*.tsv` (compiled in): one entry a line,
+/// tab-separated fields, the last the entry's provenance ([`PROVENANCES`]); `#` starts a
+/// comment line.
+struct Vocab {
+    irregular: Vec<(&'static str, &'static str)>,
+    phrases: Vec<(&'static str, &'static str)>,
+    stop_words: Vec<&'static str>,
+    antonyms: Vec<(&'static str, &'static str)>,
+    modifiers: Vec<&'static str>,
+    number_words: Vec<(&'static str, &'static str)>,
+}
+
+/// Where a table entry comes from: `english` (general English grammar), `general` (general
+/// developer vocabulary), `issue15-pairs` (written for issue 15 while reading
+/// `tests/data/blacklist_pairs.jsonl`, whose text holds its words).
+pub const PROVENANCES: &[&str] = &["english", "general", "issue15-pairs"];
+
+/// The table files: (name, contents, fields before the provenance).
+const VOCAB_FILES: &[(&str, &str, usize)] = &[
+    (
+        "irregular",
+        include_str!("../../../data/vocab/irregular.tsv"),
+        2,
+    ),
+    (
+        "phrases",
+        include_str!("../../../data/vocab/phrases.tsv"),
+        2,
+    ),
+    (
+        "stop_words",
+        include_str!("../../../data/vocab/stop_words.tsv"),
+        1,
+    ),
+    (
+        "antonyms",
+        include_str!("../../../data/vocab/antonyms.tsv"),
+        2,
+    ),
+    (
+        "modifiers",
+        include_str!("../../../data/vocab/modifiers.tsv"),
+        1,
+    ),
+    (
+        "number_words",
+        include_str!("../../../data/vocab/number_words.tsv"),
+        2,
+    ),
 ];
+
+/// The entries of one table file: each line's fields before its provenance.
+///
+/// # Errors
+/// The 1-based line and what is wrong: another number of fields, an empty field, or a
+/// provenance not in [`PROVENANCES`].
+fn parse_vocab(text: &'static str, fields: usize) -> Result<Vec<Vec<&'static str>>, String> {
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let parts: Vec<&'static str> = line.split('\t').collect();
+        if parts.len() != fields + 1 || parts.iter().any(|p| p.is_empty()) {
+            return Err(format!(
+                "line {}: expected {} non-empty tab-separated fields",
+                i + 1,
+                fields + 1
+            ));
+        }
+        if !PROVENANCES.contains(&parts[fields]) {
+            return Err(format!(
+                "line {}: provenance {:?} is not one of {PROVENANCES:?}",
+                i + 1,
+                parts[fields]
+            ));
+        }
+        out.push(parts[..fields].to_vec());
+    }
+    Ok(out)
+}
+
+static VOCAB: LazyLock<Vocab> = LazyLock::new(|| {
+    // The files are part of the build and checked by a unit test; a malformed one is a build
+    // defect, not an input error.
+    let table = |name: &str| -> Vec<Vec<&'static str>> {
+        let &(_, text, fields) = VOCAB_FILES
+            .iter()
+            .find(|(n, _, _)| *n == name)
+            .expect("a vocabulary file");
+        parse_vocab(text, fields).unwrap_or_else(|e| panic!("data/vocab/{name}.tsv: {e}"))
+    };
+    let pairs = |name: &str| table(name).into_iter().map(|e| (e[0], e[1])).collect();
+    let words = |name: &str| table(name).into_iter().map(|e| e[0]).collect();
+    Vocab {
+        irregular: pairs("irregular"),
+        phrases: pairs("phrases"),
+        stop_words: words("stop_words"),
+        antonyms: pairs("antonyms"),
+        modifiers: words("modifiers"),
+        number_words: pairs("number_words"),
+    }
+});
 
 /// The compiled tables: phrase keys and stop words in stemmed form.
 struct Tables {
@@ -824,18 +459,18 @@ struct Tables {
 static TABLES: LazyLock<Tables> = LazyLock::new(|| {
     let mut phrases = HashMap::new();
     let mut max_phrase = 1;
-    for &(key, concept) in PHRASES {
+    for &(key, concept) in self::phrases() {
         let pieces: Vec<String> = key.split(' ').flat_map(pieces_of).collect();
         max_phrase = max_phrase.max(pieces.len());
         phrases.insert(pieces.join(" "), concept);
     }
     // Every concept is also reached from its own spelling (`node` → `node`, although the stem
     // of `node` is `nod`).
-    for &(_, concept) in PHRASES {
+    for &(_, concept) in self::phrases() {
         let pieces: Vec<String> = concept.split(' ').flat_map(pieces_of).collect();
         phrases.entry(pieces.join(" ")).or_insert(concept);
     }
-    let stop = STOP_WORDS.iter().map(|w| stem(w)).collect();
+    let stop = stop_words().iter().map(|w| stem(w)).collect();
     Tables {
         phrases,
         max_phrase,
@@ -844,7 +479,7 @@ static TABLES: LazyLock<Tables> = LazyLock::new(|| {
 });
 
 /// The canonical concept of a single word (`"regexes"` → `"regex"`, `"mocking"` → `"mock"`):
-/// its stem looked up in [`PHRASES`]. Used to compile the other word lists.
+/// its stem looked up in [`phrases`]. Used to compile the other word lists.
 pub(crate) fn canonical_word(word: &str) -> String {
     let stemmed = stem(word);
     match TABLES.phrases.get(&stemmed) {
@@ -1232,29 +867,14 @@ fn split_word(word: &str) -> Vec<String> {
 }
 
 /// Number words, read before stemming (the stem of `one` would be the preposition `on`).
-const NUMBER_WORDS: &[(&str, &str)] = &[
-    ("zero", "0"),
-    ("one", "1"),
-    ("single", "1"),
-    ("two", "2"),
-    ("three", "3"),
-    ("four", "4"),
-    ("five", "5"),
-    ("six", "6"),
-    ("seven", "7"),
-    ("eight", "8"),
-    ("nine", "9"),
-    ("ten", "10"),
-    ("twelve", "12"),
-    ("twenty", "20"),
-    ("hundred", "100"),
-    ("thousand", "1000"),
-];
+fn number_words() -> &'static [(&'static str, &'static str)] {
+    &VOCAB.number_words
+}
 
 /// `100ms` → `["100", "ms"]`, `v18` → `["18"]`, `2.0` → `["2.0"]`, `retries` → `["retry"]`,
 /// `two` → `["2"]`.
 fn split_number_unit(piece: &str) -> Vec<String> {
-    if let Some(&(_, n)) = NUMBER_WORDS.iter().find(|(w, _)| *w == piece) {
+    if let Some(&(_, n)) = number_words().iter().find(|(w, _)| *w == piece) {
         return vec![n.to_owned()];
     }
     let version = piece.strip_prefix('v').filter(|r| is_version(r));
@@ -1280,6 +900,33 @@ fn split_number_unit(piece: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn vocabulary_files_parse_with_provenance() {
+        for &(name, text, fields) in VOCAB_FILES {
+            let entries = parse_vocab(text, fields).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert!(!entries.is_empty(), "{name}");
+        }
+        assert_eq!(
+            (irregular().len(), phrases().len(), stop_words().len()),
+            (59, 178, 114)
+        );
+        assert_eq!(
+            (antonyms().len(), modifiers().len(), number_words().len()),
+            (57, 63, 16)
+        );
+        assert!(phrases().contains(&("k8s", "kubernetes")));
+        assert!(antonyms().contains(&("increase", "decrease")));
+        // Malformed lines are refused with their line number.
+        for bad in ["a\tb\n", "a\tb\tsomewhere\n", "a\t\tgeneral\n"] {
+            let err = parse_vocab(bad, 2).unwrap_err();
+            assert!(err.starts_with("line 1"), "{bad:?}: {err}");
+        }
+        assert_eq!(
+            parse_vocab("# c\na\tb\tgeneral\n", 2),
+            Ok(vec![vec!["a", "b"]])
+        );
+    }
 
     #[test]
     fn stem_table() {

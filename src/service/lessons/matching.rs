@@ -13,13 +13,25 @@
 //! Containment works on whole tokens, so the lesson `"use"` does not match inside `"reuse"`, and
 //! punctuation between words does not matter (`"cache, then retry"` contains `"cache then"`).
 //!
-//! [`decide`] (issue 15) takes any similarity score with its threshold — [`lexical_similarity`]
+//! The server decides with [`decide_classified`] (issue 30): after the structural rules, a
+//! first stage on the similarity, then the blacklist classifier ([`super::classifier`]) over
+//! the alignment features of [`super::features`]; explicit reversals veto a block, and every
+//! "different" verdict close enough to matter is a near miss with its reason.
+//! [`decide_lexical`] is that decision without a model. `docs/MATCHING.md` has the design and
+//! the figures.
+//!
+//! [`decide`] (issue 15, kept for the evaluation's "before" figures) takes any similarity
+//! score with its threshold — [`lexical_similarity`]
 //! against [`LEXICAL_THRESHOLD`] ([`decide_lexical`]), or the cosine of sentence embeddings
 //! against [`super::vectors::EMBEDDING_THRESHOLD`] — and the guard ([`super::guard::check`]): a
 //! lesson that scores above the threshold but that the proposal reverses or retargets is a
 //! *near miss*, not a block. (The first round's rule, word-Dice of the raw tokens ≥ 0.8 with no
 //! guard, reached F1 0.44 on the development set; `tests/blacklist_eval/` still prints it.)
 
+use std::sync::Arc;
+
+use super::classifier::{self, LogisticModel};
+use super::features::{Features, Prepared, features};
 use super::guard::{self, GuardReason};
 use super::lexical::LexicalText;
 use super::text::word_tokens;
@@ -295,22 +307,319 @@ where
     out
 }
 
-/// [`decide`] with the lexical matcher: each lesson (normalised strategy, its
-/// [`word_tokens`]) scored by [`lexical_similarity`] against [`LEXICAL_THRESHOLD`].
+/// The decision without a model: each lesson (normalised strategy, its [`word_tokens`]) scored
+/// by [`lexical_similarity`] and decided by [`decide_classified`] with [`Variant::Lexical`].
 pub fn decide_lexical<'a, I>(proposal: &str, lessons: I) -> Decision
 where
     I: IntoIterator<Item = (&'a str, Vec<&'a str>)>,
 {
-    let p = LexicalText::new(proposal);
-    decide_prepared(
-        proposal,
-        Some(&p),
-        lessons.into_iter().map(|(normalised, tokens)| Candidate {
+    let p = Arc::new(LexicalText::new(proposal));
+    let scored: Vec<Candidate<'a>> = lessons
+        .into_iter()
+        .map(|(normalised, tokens)| Candidate {
             score: lexical_similarity(&LexicalText::cached(normalised), &p),
             normalised,
             tokens,
-        }),
-        LEXICAL_THRESHOLD,
+        })
+        .collect();
+    decide_classified_prepared(proposal, Some(p), scored, Variant::Lexical)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The classified decision (issue 30): structural rules, then the blacklist classifier.
+
+/// Which of the shipped classifiers decides: without a model (lexical features only) or with
+/// the cosine of sentence embeddings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Variant {
+    /// [`super::classifier::lexical_model`]; candidates' scores are [`lexical_similarity`].
+    Lexical,
+    /// [`super::classifier::embedding_model`]; candidates' scores are cosines of embeddings.
+    Model,
+}
+
+impl Variant {
+    /// The shipped classifier of this variant.
+    pub fn classifier(self) -> &'static LogisticModel {
+        match self {
+            Variant::Lexical => classifier::lexical_model(),
+            Variant::Model => classifier::embedding_model(),
+        }
+    }
+
+    /// The similarity at or above which a lesson not blocked is still worth showing as a near
+    /// miss when the classifier names a difference: the issue-15 thresholds
+    /// ([`LEXICAL_THRESHOLD`], [`super::vectors::EMBEDDING_THRESHOLD`]).
+    pub fn near_miss_floor(self) -> f64 {
+        match self {
+            Variant::Lexical => LEXICAL_THRESHOLD,
+            Variant::Model => super::vectors::EMBEDDING_THRESHOLD,
+        }
+    }
+}
+
+/// Smallest [`lexical_similarity`] at which the classifier is consulted at all.
+pub const CANDIDATE_DICE: f64 = 0.2;
+/// Smallest cosine (with a model) at which the classifier is consulted, whatever the Dice.
+pub const CANDIDATE_COSINE: f64 = 0.45;
+
+/// Whether a lesson is close enough to the proposal for the classifier to look at it: its
+/// lexical Dice is at least [`CANDIDATE_DICE`], or its cosine at least [`CANDIDATE_COSINE`].
+/// Lessons below both are different approaches without further analysis (a cheap first stage,
+/// so that a task with a hundred lessons is checked in well under a millisecond). Training
+/// applies the same rule, so the classifier never sees pairs it would not be asked about.
+pub fn is_candidate(dice: f64, cosine: Option<f64>) -> bool {
+    dice >= CANDIDATE_DICE || cosine.is_some_and(|c| c >= CANDIDATE_COSINE)
+}
+
+/// The classifier's view of one (lesson, proposal) pair: `None` when it is not a candidate
+/// ([`is_candidate`]); otherwise P(same) and the features behind it.
+pub fn classify(
+    lesson: &Prepared,
+    proposal: &Prepared,
+    cosine: Option<f64>,
+    variant: Variant,
+) -> Option<(f64, Features)> {
+    let dice = lexical_similarity(lesson.whole(), proposal.whole());
+    if !is_candidate(dice, cosine) {
+        return None;
+    }
+    let cosine = match variant {
+        Variant::Lexical => None,
+        Variant::Model => Some(cosine.unwrap_or(0.0)),
+    };
+    if !shares_most_of(lesson, proposal) {
+        return None;
+    }
+    let f = features(lesson, proposal, cosine);
+    let probability = if vetoed(&f) {
+        0.0
+    } else {
+        variant.classifier().probability(&f.values)
+    };
+    Some((probability, f))
+}
+
+/// Differences that decide on their own: opposite words or operators in the strategy parts
+/// (`reversal`), or the same terms in swapped roles (`swapped`). These are the explicit
+/// reversals of the guard (issue 15) where they are reliable — outside the reason clauses, which
+/// invent and cancel opposites — and a repeated failure is never an inverted strategy. The
+/// classifier is not asked (P = 0); the lesson is a near miss with that reason. Training and
+/// evaluation leave such pairs out of the classifier's rows ([`classifier_rows`]).
+pub fn vetoed(f: &Features) -> bool {
+    let on = |name: &str| {
+        super::features::MODEL_FEATURES
+            .iter()
+            .position(|n| *n == name)
+            .is_some_and(|i| f.values[i] > 0.0)
+    };
+    on("reversal") || on("swapped")
+}
+
+/// [`shares_most`] before the features are computed (the same two shares, from
+/// [`super::features::coverage`]): most lessons of a task fail it, and it costs a fraction of
+/// the features.
+fn shares_most_of(lesson: &Prepared, proposal: &Prepared) -> bool {
+    let (lesson_covered, proposal_covered) = super::features::coverage(lesson, proposal);
+    lesson_covered > MIN_SHARED || proposal_covered > MIN_SHARED
+}
+
+/// More than this share of the lesson's strategy terms, or of the proposal's, must be shared
+/// for the classifier to be asked.
+pub const MIN_SHARED: f64 = 0.5;
+
+/// The second stage: most of one strategy is in the other (`lesson_covered` or
+/// `proposal_covered` above [`MIN_SHARED`]). A proposal that keeps at most half of the
+/// lesson's terms and shares at most half of its own with it takes another action or
+/// another object: not the lesson, whatever the rest of the features say. (The development
+/// set has few such negatives among the pairs that pass the first stage, so the classifier
+/// cannot learn this from it.)
+pub fn shares_most(f: &Features) -> bool {
+    let at = |name: &str| {
+        super::features::MODEL_FEATURES
+            .iter()
+            .position(|n| *n == name)
+            .map_or(0.0, |i| f.values[i])
+    };
+    at("lesson_covered") > MIN_SHARED || at("proposal_covered") > MIN_SHARED
+}
+
+/// The reason the classifier holds most against "same approach": the veto's ([`vetoed`]), else
+/// among the difference features that are on, the one whose contribution to the log-odds is
+/// the most negative.
+fn strongest_reason(model: &LogisticModel, f: &Features) -> Option<GuardReason> {
+    if vetoed(f) {
+        let veto = |i: usize| matches!(super::features::MODEL_FEATURES[i], "reversal" | "swapped");
+        return f
+            .reasons
+            .iter()
+            .find(|(i, _)| veto(*i))
+            .map(|(_, r)| r.clone());
+    }
+    let c = model.contributions(&f.values);
+    f.reasons
+        .iter()
+        .filter(|(i, _)| c[*i] < 0.0)
+        .min_by(|a, b| c[a.0].total_cmp(&c[b.0]))
+        .map(|(_, r)| r.clone())
+}
+
+/// Decides whether `proposal` (normalised) repeats one of `lessons` with the blacklist
+/// classifier of `variant` (issue 30). Each candidate's `score` is its similarity: the cosine
+/// with [`Variant::Model`], [`lexical_similarity`] with [`Variant::Lexical`].
+///
+/// In order: `exact`, `contains`, `contained_in` as in the module table. Otherwise each lesson
+/// that [`is_candidate`] is classified ([`classify`]: [`shares_most`], [`vetoed`], then P);
+/// one with P(same) at or above the classifier's threshold blocks as `similar`, with score P
+/// (the highest P blocks; ties: earlier). A lesson not blocked whose similarity is at least
+/// [`Variant::near_miss_floor`] and in which the classifier saw a difference (reversal,
+/// swapped roles, another number, target, identifier or a negation) is a near miss with that
+/// reason: the veto's, else the difference feature with the most negative contribution to the
+/// log-odds. `best` is the lesson of highest similarity, as in [`decide`].
+pub fn decide_classified<'a, I>(proposal: &str, lessons: I, variant: Variant) -> Decision
+where
+    I: IntoIterator<Item = Candidate<'a>>,
+{
+    decide_classified_prepared(proposal, None, lessons, variant)
+}
+
+fn decide_classified_prepared<'a, I>(
+    proposal: &str,
+    analysed: Option<Arc<LexicalText>>,
+    lessons: I,
+    variant: Variant,
+) -> Decision
+where
+    I: IntoIterator<Item = Candidate<'a>>,
+{
+    let mut out = Decision::default();
+    if proposal.is_empty() {
+        return out;
+    }
+    let model = variant.classifier();
+    let p = word_tokens(proposal);
+    let mut prepared: Option<Prepared> = None;
+    let mut analysed = analysed;
+    let mut structural: Option<(usize, StrategyMatch)> = None;
+    let mut similar: Option<(usize, f64)> = None;
+    for (i, c) in lessons.into_iter().enumerate() {
+        if out.best.is_none_or(|(_, s)| c.score > s) {
+            out.best = Some((i, c.score));
+        }
+        if let Some(m) = structural_match(proposal, &p, c.normalised, &c.tokens) {
+            let better = structural.is_none_or(|(_, b)| {
+                m.match_type < b.match_type || (m.match_type == b.match_type && m.score > b.score)
+            });
+            if better {
+                structural = Some((i, m));
+            }
+            continue;
+        }
+        if c.normalised.is_empty() {
+            continue;
+        }
+        let proposal_text = prepared.get_or_insert_with(|| match analysed.take() {
+            Some(whole) => Prepared::from_whole(whole),
+            None => Prepared::new(proposal),
+        });
+        let cosine = (variant == Variant::Model).then_some(c.score);
+        // The first stage from what is at hand, before the lesson is prepared: the lexical
+        // variant's score is the Dice itself.
+        let dice = match variant {
+            Variant::Lexical => c.score,
+            Variant::Model => {
+                lexical_similarity(&LexicalText::cached(c.normalised), proposal_text.whole())
+            }
+        };
+        if !is_candidate(dice, cosine) {
+            continue;
+        }
+        let lesson_text = Prepared::cached(c.normalised);
+        let Some((probability, f)) = classify(&lesson_text, proposal_text, cosine, variant) else {
+            continue;
+        };
+        if probability >= model.threshold {
+            if similar.is_none_or(|(_, s)| probability > s) {
+                similar = Some((i, probability));
+            }
+        } else if c.score >= variant.near_miss_floor()
+            && let Some(reason) = strongest_reason(model, &f)
+        {
+            out.near_misses.push(NearMiss {
+                index: i,
+                score: c.score,
+                reason,
+            });
+        }
+    }
+    out.near_misses
+        .sort_by(|a, b| b.score.total_cmp(&a.score).then(a.index.cmp(&b.index)));
+    out.blocked = structural.or(similar.map(|(i, score)| {
+        (
+            i,
+            StrategyMatch {
+                match_type: MatchType::Similar,
+                score,
+            },
+        )
+    }));
+    out
+}
+
+/// What [`decide_classified`] computes for one proposal against its task's lessons, for
+/// training and evaluation: whether some lesson matches structurally, and for every other
+/// lesson that [`is_candidate`], [`shares_most`] and is not [`vetoed`], its index and
+/// [`Features`]. `proposal` and `lessons` are
+/// normalised; `cosines` holds the model's cosine for each lesson (then the features are
+/// [`super::features::MODEL_FEATURES`]), or is `None` for the lexical variant.
+///
+/// # Panics
+/// When `cosines` is given with another length than `lessons`.
+pub fn classifier_rows(
+    proposal: &str,
+    lessons: &[&str],
+    cosines: Option<&[f64]>,
+) -> (bool, Vec<(usize, Features)>) {
+    if let Some(c) = cosines {
+        assert_eq!(c.len(), lessons.len(), "one cosine a lesson");
+    }
+    let p = word_tokens(proposal);
+    let prepared = Prepared::new(proposal);
+    let mut structural_match = false;
+    let mut rows = Vec::new();
+    for (i, lesson) in lessons.iter().enumerate() {
+        if structural_match_of(proposal, &p, lesson).is_some() {
+            structural_match = true;
+            continue;
+        }
+        if lesson.is_empty() || proposal.is_empty() {
+            continue;
+        }
+        let l = Prepared::cached(lesson);
+        let cosine = cosines.map(|c| c[i]);
+        let dice = lexical_similarity(l.whole(), prepared.whole());
+        if is_candidate(dice, cosine) && shares_most_of(&l, &prepared) {
+            let f = features(&l, &prepared, cosine);
+            if shares_most(&f) && !vetoed(&f) {
+                rows.push((i, f));
+            }
+        }
+    }
+    (structural_match, rows)
+}
+
+fn structural_match_of(proposal: &str, p: &[&str], lesson: &str) -> Option<StrategyMatch> {
+    structural_match(proposal, p, lesson, &word_tokens(lesson))
+}
+
+/// Whether `proposal` and `lesson` (both normalised) match structurally: `exact`, `contains`
+/// or `contained_in` of the module table, with its score.
+pub fn structural(proposal: &str, lesson: &str) -> Option<StrategyMatch> {
+    structural_match(
+        proposal,
+        &word_tokens(proposal),
+        lesson,
+        &word_tokens(lesson),
     )
 }
 
@@ -518,11 +827,12 @@ mod tests {
             d.blocked.map(|(i, m)| (i, m.match_type)),
             Some((2, MatchType::Exact))
         );
-        // A paraphrase blocks as similar with its lexical score.
+        // A paraphrase blocks as similar, its score the classifier's P(same).
         let d = lexical_decision("Raise the checkout test's timeout", &lessons);
         let (i, m) = d.blocked.expect("blocked");
         assert_eq!((i, m.match_type), (0, MatchType::Similar));
-        assert!((m.score - 1.0).abs() < TOL, "{m:?}");
+        let threshold = Variant::Lexical.classifier().threshold;
+        assert!(m.score >= threshold && m.score <= 1.0, "{m:?}");
         assert!(d.near_misses.is_empty());
         // A reversal scores as high but is a near miss, not a block.
         let d = lexical_decision("Decrease the timeout of the checkout test", &lessons);

@@ -4,13 +4,16 @@
 //! A *lesson* records that a strategy failed on a task, with its root-cause analysis. Before an
 //! agent starts a strategy it asks whether a lesson of the same task blacklists it; the match is
 //! done here ([`matching`]) on normalised text ([`text`]): exact and containment rules, then a
-//! similarity score over a tuned threshold ([`lexical`] terms when no embedding model is loaded),
-//! unless the [`guard`] sees a reversal or a changed target (issue 15). `tests/blacklist_eval/`
+//! logistic-regression [`classifier`] over the alignment [`features`] of the two strategies
+//! (issue 30: [`lexical`] terms, the [`guard`]'s reversal and substitution rules, numbers,
+//! identifiers, negation cues, and the embedding cosine when a model is loaded). `tests/blacklist_eval/`
 //! measures matchers on the labelled pairs of `tests/data/` and chooses their thresholds. Task
 //! ids are compared by their [`TaskKey`] (case, width and surrounding spaces folded); the store
 //! keeps lessons unique per (task key, normalised strategy). The directive history (human
 //! interventions) is owned by `store::directives`; only its text limits live here.
 
+pub mod classifier;
+pub mod features;
 pub mod guard;
 pub mod lexical;
 pub mod matching;

@@ -10,9 +10,9 @@ use std::sync::Arc;
 
 use crate::semantic::{Model, Semantic};
 use crate::service::lessons::matching::{
-    Candidate, Decision, LEXICAL_THRESHOLD, decide, decide_lexical,
+    Candidate, Decision, Variant, decide_classified, decide_lexical,
 };
-use crate::service::lessons::vectors::{EMBEDDING_THRESHOLD, cosine_score};
+use crate::service::lessons::vectors::cosine_score;
 use crate::service::lessons::{
     MAX_ID_CHARS, MAX_STRATEGY_CHARS, MatchType, RELATED_LESSONS, TaskKey, proposal, query_terms,
 };
@@ -69,8 +69,9 @@ pub struct Checked {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(with = "OneOf<MatchType>")]
     pub match_type: Option<OneOf<MatchType>>,
-    /// When blacklisted: how close the match is, from 0 to 1 (1 for the same strategy; for
-    /// containment, the share of words the shorter strategy makes of the longer).
+    /// When blacklisted: how sure the match is, from 0 to 1 (1 for the same strategy; for
+    /// containment, the share of words the shorter strategy makes of the longer; for
+    /// `similar`, the classifier's probability that it is the same approach).
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(with = "f64", range(min = 0, max = 1))]
     pub score: Option<f64>,
@@ -79,9 +80,10 @@ pub struct Checked {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Closest")]
     pub closest: Option<Closest>,
-    /// Lessons that scored as similar but that reverse the strategy or change its target (for
-    /// example "increase the timeout" against a lesson "decrease the timeout"): not blacklisted,
-    /// but read them before you start. Absent when there are none.
+    /// Lessons that look alike but that the strategy reverses, negates or points at another
+    /// target, number or identifier (for example "increase the timeout" against a lesson
+    /// "decrease the timeout"): not blacklisted, but read them before you start. Absent when
+    /// there are none.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub near_misses: Vec<NearMissOut>,
     /// With `include_related`: lessons of other tasks, most relevant first. Advisory only.
@@ -99,7 +101,8 @@ pub struct Matcher {
     /// The embedding model, for `kind: embedding`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
-    /// The similarity at or above which a strategy counts as the same as a lesson's.
+    /// The classifier's probability (0 to 1) at or above which a strategy counts as the same
+    /// as a lesson's.
     pub threshold: f64,
 }
 
@@ -108,7 +111,7 @@ impl Default for Matcher {
         Matcher {
             kind: MatcherKind::Lexical,
             model: None,
-            threshold: LEXICAL_THRESHOLD,
+            threshold: Variant::Lexical.classifier().threshold,
         }
     }
 }
@@ -133,7 +136,7 @@ pub struct Closest {
     pub score: f64,
 }
 
-/// A lesson that scored as similar but that the guard let through.
+/// A lesson that looks alike but that the classifier judged another approach.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct NearMissOut {
     /// The lesson.
@@ -224,9 +227,12 @@ impl ReadTool for CheckStrategyBlacklist {
                 let matcher = Matcher {
                     kind: MatcherKind::Embedding,
                     model: Some(model.id().to_owned()),
-                    threshold: EMBEDDING_THRESHOLD,
+                    threshold: Variant::Model.classifier().threshold,
                 };
-                (decide(&proposal, lessons, EMBEDDING_THRESHOLD), matcher)
+                (
+                    decide_classified(&proposal, lessons, Variant::Model),
+                    matcher,
+                )
             }
             None => {
                 let lessons = candidates.iter().map(|c| c.normalised.as_str()).zip(tokens);
