@@ -17,7 +17,7 @@
 //!
 //! | name | what |
 //! |---|---|
-//! | `dice` | Sørensen–Dice of the canonical terms of the whole texts ([`super::matching::lexical_similarity`]) |
+//! | `dice` | Sørensen–Dice of the canonical terms of the whole texts ([`super::similarity::lexical_similarity`]) |
 //! | `dice_strategy` | the same on the strategy parts |
 //! | `lesson_covered` | share of the lesson's strategy terms found among the proposal's terms |
 //! | `lesson_covered_4` | `lesson_covered` to the 4th power: near 1 only when almost all of the lesson is there (0.8 gives 0.41, 0.5 gives 0.06) |
@@ -48,7 +48,7 @@ use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 
 use super::guard::{self, GuardReason, Unit};
 use super::lexical::{LexicalText, Piece, canonical_word};
-use super::matching::lexical_similarity;
+use super::similarity::lexical_similarity;
 
 /// Names of the lexical features, in vector order (see the module table).
 pub const LEXICAL_FEATURES: &[&str] = &[

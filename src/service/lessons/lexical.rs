@@ -1,5 +1,5 @@
 //! Lexical normalisation of strategies: the canonical terms that the lexical matcher compares
-//! ([`super::matching::lexical_similarity`]) and that the guard aligns ([`super::guard`]).
+//! ([`super::similarity::lexical_similarity`]) and that the guard aligns ([`super::guard`]).
 //!
 //! A strategy such as `"I tried bumping the k8s worker's memory limit to 2Gi"` becomes the terms
 //! `increase kubernetes worker memory limit 2 gb` (stop words kept aside, see below). The steps,
