@@ -226,7 +226,7 @@ pub enum StoreError {
         what: &'static str,
     },
     /// Another process has the database open, but its `-wal` or `-shm` is missing: they
-    /// were deleted under that process ([`companions::refuse_orphaned`]).
+    /// were deleted under that process (`sqlite::companions::refuse_orphaned`).
     #[error(
         "{path} is open in process {pid}, but {file} is missing: it was deleted under that \
          process, whose latest writes may be only in the deleted file. Opening {path} now \

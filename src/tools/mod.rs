@@ -57,7 +57,7 @@ impl From<StoreError> for ToolError {
 
 /// A tool's answer, encoded: what a handler returns on success and [`App::call`] answers.
 /// The one answer type of the tool layer (a handler's typed [`Answer`] becomes this in
-/// [`encode`]).
+/// `tools::encode`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolReply {
     /// The tool's output object (`structuredContent`), valid against its `outputSchema`.
