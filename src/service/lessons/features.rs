@@ -50,30 +50,8 @@ use super::guard::{self, GuardReason, Unit};
 use super::lexical::{LexicalText, Piece, canonical_word};
 use super::similarity::lexical_similarity;
 
-/// Names of the lexical features, in vector order (see the module table).
-pub const LEXICAL_FEATURES: &[&str] = &[
-    "dice",
-    "dice_strategy",
-    "lesson_covered",
-    "lesson_covered_4",
-    "proposal_covered",
-    "aligned",
-    "lesson_missing",
-    "action_missing",
-    "replaced",
-    "reversal",
-    "reversal_whole",
-    "swapped",
-    "changed_number",
-    "changed_target",
-    "substituted_whole",
-    "number_mismatch",
-    "identifier_mismatch",
-    "negation_mismatch",
-    "reason_names_gap",
-];
-
-/// Names of the features with a model: [`LEXICAL_FEATURES`], then `cosine`.
+/// Names of the features with a model, in vector order (see the module table): the
+/// [`LEXICAL_FEATURES`], then `cosine`.
 pub const MODEL_FEATURES: &[&str] = &[
     "dice",
     "dice_strategy",
@@ -96,6 +74,13 @@ pub const MODEL_FEATURES: &[&str] = &[
     "reason_names_gap",
     "cosine",
 ];
+
+/// Names of the lexical features, in vector order: [`MODEL_FEATURES`] without the last,
+/// `cosine`.
+pub const LEXICAL_FEATURES: &[&str] = match MODEL_FEATURES.split_last() {
+    Some((_, lexical)) => lexical,
+    None => &[],
+};
 
 /// The direction each feature of [`MODEL_FEATURES`] may push the decision: +1 toward "the
 /// same approach" (similarities), −1 toward "another approach" (differences). Training keeps

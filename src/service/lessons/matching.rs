@@ -148,6 +148,32 @@ pub struct Candidate<'a> {
     pub score: f64,
 }
 
+/// The step every decision takes first for candidate `i`: note it as the best-scoring lesson
+/// when it is, and as the best structural match (exact, containment) when it is one; returns
+/// whether it matched structurally (then no score or classifier decides about it).
+fn track(
+    out: &mut Decision,
+    structural: &mut Option<(usize, StrategyMatch)>,
+    i: usize,
+    c: &Candidate<'_>,
+    proposal: &str,
+    p: &[&str],
+) -> bool {
+    if out.best.is_none_or(|(_, s)| c.score > s) {
+        out.best = Some((i, c.score));
+    }
+    let Some(m) = structural_match(proposal, p, c.normalised, &c.tokens) else {
+        return false;
+    };
+    let better = structural.is_none_or(|(_, b)| {
+        m.match_type < b.match_type || (m.match_type == b.match_type && m.score > b.score)
+    });
+    if better {
+        *structural = Some((i, m));
+    }
+    true
+}
+
 /// A lesson that scored above the threshold but that the guard let through.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NearMiss {
@@ -208,16 +234,7 @@ where
     let mut structural: Option<(usize, StrategyMatch)> = None;
     let mut similar: Option<(usize, f64)> = None;
     for (i, c) in lessons.into_iter().enumerate() {
-        if out.best.is_none_or(|(_, s)| c.score > s) {
-            out.best = Some((i, c.score));
-        }
-        if let Some(m) = structural_match(proposal, &p, c.normalised, &c.tokens) {
-            let better = structural.is_none_or(|(_, b)| {
-                m.match_type < b.match_type || (m.match_type == b.match_type && m.score > b.score)
-            });
-            if better {
-                structural = Some((i, m));
-            }
+        if track(&mut out, &mut structural, i, &c, proposal, &p) {
             continue;
         }
         if c.normalised.is_empty() || c.score < threshold {
@@ -450,16 +467,7 @@ where
     let mut structural: Option<(usize, StrategyMatch)> = None;
     let mut similar: Option<(usize, f64)> = None;
     for (i, c) in lessons.into_iter().enumerate() {
-        if out.best.is_none_or(|(_, s)| c.score > s) {
-            out.best = Some((i, c.score));
-        }
-        if let Some(m) = structural_match(proposal, &p, c.normalised, &c.tokens) {
-            let better = structural.is_none_or(|(_, b)| {
-                m.match_type < b.match_type || (m.match_type == b.match_type && m.score > b.score)
-            });
-            if better {
-                structural = Some((i, m));
-            }
+        if track(&mut out, &mut structural, i, &c, proposal, &p) {
             continue;
         }
         if c.normalised.is_empty() {
