@@ -174,6 +174,27 @@ fn track(
     true
 }
 
+/// The step every decision ends with: near misses by score (ties in the caller's order), and
+/// the lesson that blocks: the best structural match, else the best `similar` one.
+fn finish(
+    mut out: Decision,
+    structural: Option<(usize, StrategyMatch)>,
+    similar: Option<(usize, f64)>,
+) -> Decision {
+    out.near_misses
+        .sort_by(|a, b| b.score.total_cmp(&a.score).then(a.index.cmp(&b.index)));
+    out.blocked = structural.or(similar.map(|(i, score)| {
+        (
+            i,
+            StrategyMatch {
+                match_type: MatchType::Similar,
+                score,
+            },
+        )
+    }));
+    out
+}
+
 /// A lesson that scored above the threshold but that the guard let through.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NearMiss {
@@ -257,18 +278,7 @@ where
             }
         }
     }
-    out.near_misses
-        .sort_by(|a, b| b.score.total_cmp(&a.score).then(a.index.cmp(&b.index)));
-    out.blocked = structural.or(similar.map(|(i, score)| {
-        (
-            i,
-            StrategyMatch {
-                match_type: MatchType::Similar,
-                score,
-            },
-        )
-    }));
-    out
+    finish(out, structural, similar)
 }
 
 /// The decision without a model: each lesson (normalised strategy, its [`word_tokens`]) scored
@@ -507,18 +517,7 @@ where
             });
         }
     }
-    out.near_misses
-        .sort_by(|a, b| b.score.total_cmp(&a.score).then(a.index.cmp(&b.index)));
-    out.blocked = structural.or(similar.map(|(i, score)| {
-        (
-            i,
-            StrategyMatch {
-                match_type: MatchType::Similar,
-                score,
-            },
-        )
-    }));
-    out
+    finish(out, structural, similar)
 }
 
 /// What [`decide_classified`] computes for one proposal against its task's lessons, for
