@@ -22,56 +22,79 @@ pub struct Redaction {
 /// Redact every string in `value` (a tool call's arguments), object keys excepted. Returns the
 /// redacted copy, or `None` when nothing was replaced, and what was, in document order.
 pub fn redact_value(value: &Value) -> (Option<Value>, Vec<Redaction>) {
-    fn walk(v: &Value, path: &mut String, found: &mut Vec<Redaction>) -> Option<Value> {
-        match v {
-            Value::String(s) => {
-                let r = redact(s);
-                if r.kinds.is_empty() {
-                    return None;
+    let mut found = Vec::new();
+    let out = walk(value, &mut Vec::new(), &mut found);
+    (out, found)
+}
+
+/// One step of an argument's path: an object key or an array index.
+enum Step<'a> {
+    Key(&'a str),
+    Index(usize),
+}
+
+/// The path `steps` as shown to the caller (`observations[0].domain`). Built only for a string
+/// that held a secret: walking a large call (a fingerprint's thousands of numbers) formats
+/// nothing.
+fn field(steps: &[Step<'_>]) -> String {
+    let mut out = String::new();
+    for step in steps {
+        match step {
+            Step::Key(k) => {
+                if !out.is_empty() {
+                    out.push('.');
                 }
-                found.extend(r.kinds.iter().map(|kind| Redaction {
-                    field: path.clone(),
-                    kind,
-                }));
-                Some(Value::String(r.text.into_owned()))
+                out.push_str(k);
             }
-            Value::Array(items) => {
-                let mut changed: Option<Vec<Value>> = None;
-                for (i, item) in items.iter().enumerate() {
-                    let len = path.len();
-                    path.push_str(&format!("[{i}]"));
-                    let new = walk(item, path, found);
-                    path.truncate(len);
-                    if let Some(new) = new {
-                        changed.get_or_insert_with(|| items.clone())[i] = new;
-                    }
-                }
-                changed.map(Value::Array)
-            }
-            Value::Object(map) => {
-                let mut changed: Option<Map<String, Value>> = None;
-                for (k, item) in map {
-                    let len = path.len();
-                    if !path.is_empty() {
-                        path.push('.');
-                    }
-                    path.push_str(k);
-                    let new = walk(item, path, found);
-                    path.truncate(len);
-                    if let Some(new) = new {
-                        changed
-                            .get_or_insert_with(|| map.clone())
-                            .insert(k.clone(), new);
-                    }
-                }
-                changed.map(Value::Object)
-            }
-            _ => None,
+            Step::Index(i) => out.push_str(&format!("[{i}]")),
         }
     }
-    let mut found = Vec::new();
-    let out = walk(value, &mut String::new(), &mut found);
-    (out, found)
+    out
+}
+
+/// [`redact_value`] below `path`: the redacted copy of `v` when something in it changed.
+fn walk<'a>(v: &'a Value, path: &mut Vec<Step<'a>>, found: &mut Vec<Redaction>) -> Option<Value> {
+    match v {
+        Value::String(s) => {
+            let r = redact(s);
+            if r.kinds.is_empty() {
+                return None;
+            }
+            let at = field(path);
+            found.extend(r.kinds.iter().map(|kind| Redaction {
+                field: at.clone(),
+                kind,
+            }));
+            Some(Value::String(r.text.into_owned()))
+        }
+        Value::Array(items) => {
+            let mut changed: Option<Vec<Value>> = None;
+            for (i, item) in items.iter().enumerate() {
+                path.push(Step::Index(i));
+                let new = walk(item, path, found);
+                path.pop();
+                if let Some(new) = new {
+                    changed.get_or_insert_with(|| items.clone())[i] = new;
+                }
+            }
+            changed.map(Value::Array)
+        }
+        Value::Object(map) => {
+            let mut changed: Option<Map<String, Value>> = None;
+            for (k, item) in map {
+                path.push(Step::Key(k));
+                let new = walk(item, path, found);
+                path.pop();
+                if let Some(new) = new {
+                    changed
+                        .get_or_insert_with(|| map.clone())
+                        .insert(k.clone(), new);
+                }
+            }
+            changed.map(Value::Object)
+        }
+        _ => None,
+    }
 }
 
 /// What an answer adds when its call's arguments held secrets: a sentence for the model and
