@@ -7,6 +7,7 @@
 //! - [`tools`]: the tool registry, argument parsing, and one file per tool family.
 //! - [`ops`]: the operations tools and the console share (load, decide, persist); policy
 //!   such as "a lifted lesson is recorded as an `OVERRIDE`" lives here once.
+//! - [`project`]: which project (git remote, repository or folder) the server's rows belong to.
 //! - [`files`]: replacing a file whole (the console's outputs) and resolving a path as `--db` is.
 //! - [`service`]: the `MetaLearningService` facade and the numerics (no I/O, no JSON, no SQL).
 //! - [`store`]: persistence in SQLite (one machine) or PostgreSQL (a team); the only module
@@ -24,6 +25,7 @@ pub mod console;
 pub mod embedding;
 pub mod files;
 pub mod ops;
+pub mod project;
 pub mod protocol;
 pub mod semantic;
 pub mod server;

@@ -255,6 +255,7 @@ const FLOORS: &[(&str, u8)] = &[
     ("protocol", 1),
     ("service", 1),
     ("files", 1),
+    ("project", 1),
     ("store", 2),
     ("embedding", 3),
     ("semantic", 4),

@@ -12,8 +12,8 @@ use crate::store::{Db, StoreError};
 /// [`StoreError`] on SQL failure or an unreadable row.
 pub fn find(db: &Db<'_>, normalised_target: &str) -> Result<Option<Belief>, StoreError> {
     match db.backend() {
-        Backend::Sqlite(conn) => sqlite::beliefs::find(conn, normalised_target),
-        Backend::Postgres(pg) => pg::beliefs::find(pg, normalised_target),
+        Backend::Sqlite(conn) => sqlite::beliefs::find(conn, db.project(), normalised_target),
+        Backend::Postgres(pg) => pg::beliefs::find(pg, db.project(), normalised_target),
     }
 }
 
@@ -31,8 +31,8 @@ pub fn save(db: &Db<'_>, b: &Belief, event: &BeliefEvent) -> Result<(), StoreErr
 /// Insert or update (by id) a belief's row; returns its `seq`.
 fn put_row(db: &Db<'_>, b: &Belief) -> Result<i64, StoreError> {
     match db.backend() {
-        Backend::Sqlite(conn) => sqlite::beliefs::put_row(conn, b),
-        Backend::Postgres(pg) => pg::beliefs::put_row(pg, b),
+        Backend::Sqlite(conn) => sqlite::beliefs::put_row(conn, db.project(), b),
+        Backend::Postgres(pg) => pg::beliefs::put_row(pg, db.project(), b),
     }
 }
 
@@ -50,8 +50,8 @@ fn append_event(db: &Db<'_>, seq: i64, event: &BeliefEvent) -> Result<(), StoreE
 /// [`StoreError`] on SQL failure or an unreadable row.
 pub fn all(db: &Db<'_>) -> Result<Vec<Belief>, StoreError> {
     match db.backend() {
-        Backend::Sqlite(conn) => sqlite::beliefs::all(conn),
-        Backend::Postgres(pg) => pg::beliefs::all(pg),
+        Backend::Sqlite(conn) => sqlite::beliefs::all(conn, db.project()),
+        Backend::Postgres(pg) => pg::beliefs::all(pg, db.project()),
     }
 }
 
@@ -121,8 +121,8 @@ pub fn merge(db: &Db<'_>, incoming: &Belief) -> Result<Merged, StoreError> {
 /// [`StoreError`] on SQL failure or an unknown stored status.
 pub fn summary(db: &Db<'_>) -> Result<WorkspaceSummary, StoreError> {
     match db.backend() {
-        Backend::Sqlite(conn) => sqlite::beliefs::summary(conn),
-        Backend::Postgres(pg) => pg::beliefs::summary(pg),
+        Backend::Sqlite(conn) => sqlite::beliefs::summary(conn, db.project()),
+        Backend::Postgres(pg) => pg::beliefs::summary(pg, db.project()),
     }
 }
 

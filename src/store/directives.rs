@@ -12,8 +12,8 @@ use crate::store::{Db, StoreError};
 /// [`StoreError::Sqlite`] on SQL failure.
 pub fn insert(db: &Db<'_>, d: &Directive) -> Result<(), StoreError> {
     match db.backend() {
-        Backend::Sqlite(conn) => sqlite::directives::insert(conn, d),
-        Backend::Postgres(pg) => pg::directives::insert(pg, d),
+        Backend::Sqlite(conn) => sqlite::directives::insert(conn, db.project(), d),
+        Backend::Postgres(pg) => pg::directives::insert(pg, db.project(), d),
     }
 }
 
@@ -24,8 +24,8 @@ pub fn insert(db: &Db<'_>, d: &Directive) -> Result<(), StoreError> {
 /// [`StoreError::Sqlite`] on SQL failure.
 pub fn import(db: &Db<'_>, d: &Directive) -> Result<bool, StoreError> {
     match db.backend() {
-        Backend::Sqlite(conn) => sqlite::directives::import(conn, d),
-        Backend::Postgres(pg) => pg::directives::import(pg, d),
+        Backend::Sqlite(conn) => sqlite::directives::import(conn, db.project(), d),
+        Backend::Postgres(pg) => pg::directives::import(pg, db.project(), d),
     }
 }
 
@@ -41,8 +41,8 @@ pub fn list(
     offset: usize,
 ) -> Result<(Vec<Directive>, usize), StoreError> {
     match db.backend() {
-        Backend::Sqlite(conn) => sqlite::directives::list(conn, key, limit, offset),
-        Backend::Postgres(pg) => pg::directives::list(pg, key, limit, offset),
+        Backend::Sqlite(conn) => sqlite::directives::list(conn, db.project(), key, limit, offset),
+        Backend::Postgres(pg) => pg::directives::list(pg, db.project(), key, limit, offset),
     }
 }
 

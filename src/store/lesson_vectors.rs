@@ -67,8 +67,10 @@ pub fn vector(db: &Db<'_>, seq: i64, model: &str) -> Result<Option<Vec<f32>>, St
     }
 }
 
-/// The vectors of `model` set after revision `rev` (all of them for `rev = 0`), in revision
-/// order, at most `limit`. Lessons active or not: the caller filters on the lessons it keeps.
+/// The vectors of `model` of this project's lessons ([`Db::project`]) set after revision `rev`
+/// (all of them for `rev = 0`), in revision order, at most `limit`. Lessons active or not: the
+/// caller filters on the lessons it keeps. A lesson moved into the project gets a new revision
+/// ([`crate::store::projects::move_rows`]).
 ///
 /// # Errors
 /// [`StoreError`] on SQL failure or a damaged vector.
@@ -79,8 +81,12 @@ pub fn vectors_since(
     limit: usize,
 ) -> Result<Vec<VectorRow>, StoreError> {
     match db.backend() {
-        Backend::Sqlite(conn) => sqlite::lesson_vectors::vectors_since(conn, model, rev, limit),
-        Backend::Postgres(pg) => pg::lesson_vectors::vectors_since(pg, model, rev, limit),
+        Backend::Sqlite(conn) => {
+            sqlite::lesson_vectors::vectors_since(conn, db.project(), model, rev, limit)
+        }
+        Backend::Postgres(pg) => {
+            pg::lesson_vectors::vectors_since(pg, db.project(), model, rev, limit)
+        }
     }
 }
 

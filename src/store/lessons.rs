@@ -51,8 +51,10 @@ pub fn insert(
     now: DateTime<Utc>,
 ) -> Result<Inserted, StoreError> {
     match db.backend() {
-        Backend::Sqlite(conn) => sqlite::lessons::insert(conn, l, id, search_terms, now),
-        Backend::Postgres(pg) => pg::lessons::insert(pg, l, id, search_terms, now),
+        Backend::Sqlite(conn) => {
+            sqlite::lessons::insert(conn, db.project(), l, id, search_terms, now)
+        }
+        Backend::Postgres(pg) => pg::lessons::insert(pg, db.project(), l, id, search_terms, now),
     }
 }
 
@@ -66,8 +68,12 @@ pub fn find_by_strategy(
     normalised_strategy: &str,
 ) -> Result<Option<Lesson>, StoreError> {
     match db.backend() {
-        Backend::Sqlite(conn) => sqlite::lessons::find_by_strategy(conn, key, normalised_strategy),
-        Backend::Postgres(pg) => pg::lessons::find_by_strategy(pg, key, normalised_strategy),
+        Backend::Sqlite(conn) => {
+            sqlite::lessons::find_by_strategy(conn, db.project(), key, normalised_strategy)
+        }
+        Backend::Postgres(pg) => {
+            pg::lessons::find_by_strategy(pg, db.project(), key, normalised_strategy)
+        }
     }
 }
 
@@ -77,8 +83,8 @@ pub fn find_by_strategy(
 /// [`StoreError`] on SQL failure or an unreadable row.
 pub fn get(db: &Db<'_>, id: Uuid) -> Result<Option<Lesson>, StoreError> {
     match db.backend() {
-        Backend::Sqlite(conn) => sqlite::lessons::get(conn, id),
-        Backend::Postgres(pg) => pg::lessons::get(pg, id),
+        Backend::Sqlite(conn) => sqlite::lessons::get(conn, db.project(), id),
+        Backend::Postgres(pg) => pg::lessons::get(pg, db.project(), id),
     }
 }
 
@@ -90,8 +96,8 @@ pub fn get(db: &Db<'_>, id: Uuid) -> Result<Option<Lesson>, StoreError> {
 /// [`StoreError::Sqlite`] on SQL failure.
 pub fn active_strategies(db: &Db<'_>, key: &TaskKey) -> Result<Vec<ActiveStrategy>, StoreError> {
     match db.backend() {
-        Backend::Sqlite(conn) => sqlite::lessons::active_strategies(conn, key),
-        Backend::Postgres(pg) => pg::lessons::active_strategies(pg, key),
+        Backend::Sqlite(conn) => sqlite::lessons::active_strategies(conn, db.project(), key),
+        Backend::Postgres(pg) => pg::lessons::active_strategies(pg, db.project(), key),
     }
 }
 
@@ -101,8 +107,8 @@ pub fn active_strategies(db: &Db<'_>, key: &TaskKey) -> Result<Vec<ActiveStrateg
 /// [`StoreError`] on SQL failure or an unreadable row.
 pub fn get_by_seq(db: &Db<'_>, seq: i64) -> Result<Option<Lesson>, StoreError> {
     match db.backend() {
-        Backend::Sqlite(conn) => sqlite::lessons::get_by_seq(conn, seq),
-        Backend::Postgres(pg) => pg::lessons::get_by_seq(pg, seq),
+        Backend::Sqlite(conn) => sqlite::lessons::get_by_seq(conn, db.project(), seq),
+        Backend::Postgres(pg) => pg::lessons::get_by_seq(pg, db.project(), seq),
     }
 }
 
@@ -113,8 +119,8 @@ pub fn get_by_seq(db: &Db<'_>, seq: i64) -> Result<Option<Lesson>, StoreError> {
 /// [`StoreError`] on SQL failure or an unreadable row.
 pub fn set_active(db: &Db<'_>, id: Uuid, active: bool) -> Result<Option<Lesson>, StoreError> {
     match db.backend() {
-        Backend::Sqlite(conn) => sqlite::lessons::set_active(conn, id, active),
-        Backend::Postgres(pg) => pg::lessons::set_active(pg, id, active),
+        Backend::Sqlite(conn) => sqlite::lessons::set_active(conn, db.project(), id, active),
+        Backend::Postgres(pg) => pg::lessons::set_active(pg, db.project(), id, active),
     }
 }
 
@@ -129,8 +135,8 @@ pub fn list(
     include_inactive: bool,
 ) -> Result<Vec<Lesson>, StoreError> {
     match db.backend() {
-        Backend::Sqlite(conn) => sqlite::lessons::list(conn, key, include_inactive),
-        Backend::Postgres(pg) => pg::lessons::list(pg, key, include_inactive),
+        Backend::Sqlite(conn) => sqlite::lessons::list(conn, db.project(), key, include_inactive),
+        Backend::Postgres(pg) => pg::lessons::list(pg, db.project(), key, include_inactive),
     }
 }
 
@@ -185,8 +191,8 @@ pub fn related(
     limit: usize,
 ) -> Result<Vec<(Lesson, f64)>, StoreError> {
     match db.backend() {
-        Backend::Sqlite(conn) => sqlite::lessons::related(conn, key, terms, limit),
-        Backend::Postgres(pg) => pg::lessons::related(pg, key, terms, limit),
+        Backend::Sqlite(conn) => sqlite::lessons::related(conn, db.project(), key, terms, limit),
+        Backend::Postgres(pg) => pg::lessons::related(pg, db.project(), key, terms, limit),
     }
 }
 
@@ -431,10 +437,12 @@ mod tests {
                     indexes,
                     [
                         "directive_history_created",
+                        "directive_history_project",
                         "directive_history_task_key",
                         "lessons_active_by_key",
                         "lessons_embedding_rev",
-                        "lessons_task_key_strategy"
+                        "lessons_project_active",
+                        "lessons_project_task_strategy"
                     ]
                 );
                 Ok(())

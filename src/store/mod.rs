@@ -24,6 +24,7 @@ pub mod lesson_vectors;
 pub mod lessons;
 pub mod meta;
 pub mod pg;
+pub mod projects;
 pub mod request_keys;
 mod rows;
 mod sqlite;
@@ -408,10 +409,13 @@ pub(crate) fn from_us(us: i64) -> Result<chrono::DateTime<chrono::Utc>, StoreErr
         .ok_or_else(|| StoreError::Corrupt(format!("timestamp {us} µs is out of range")))
 }
 
-/// A borrowed connection inside a transaction, handed to store functions. Tool modules pass
-/// it through without seeing which database serves it.
+/// A borrowed connection inside a transaction, handed to store functions, and the project
+/// its project-scoped reads and writes are confined to (lessons, their vectors, directives,
+/// beliefs: [`Db::project`]). Tool modules pass it through without seeing which database
+/// serves it.
 pub struct Db<'a> {
     backend: Backend<'a>,
+    project: &'a str,
 }
 
 /// The connection behind a [`Db`].
@@ -427,13 +431,33 @@ impl<'a> Db<'a> {
     pub(crate) fn sqlite(conn: &'a Connection) -> Self {
         Db {
             backend: Backend::Sqlite(conn),
+            project: crate::project::UNASSIGNED,
         }
     }
 
     pub(crate) fn postgres(pg: &'a pg::Pg) -> Self {
         Db {
             backend: Backend::Postgres(pg),
+            project: crate::project::UNASSIGNED,
         }
+    }
+
+    /// The same connection confined to `project`.
+    pub(crate) fn scoped<'b>(&self, project: &'b str) -> Db<'b>
+    where
+        'a: 'b,
+    {
+        Db {
+            backend: self.backend,
+            project,
+        }
+    }
+
+    /// The project every project-scoped row this handle reads or writes belongs to
+    /// ([`crate::project`]; [`crate::project::UNASSIGNED`] unless the store was opened with
+    /// [`Store::with_project`]).
+    pub fn project(&self) -> &'a str {
+        self.project
     }
 
     pub(crate) fn backend(&self) -> Backend<'a> {
@@ -469,6 +493,7 @@ impl<'a> Db<'a> {
 pub struct Store {
     backend: StoreBackend,
     path: DbPath,
+    project: String,
 }
 
 enum StoreBackend {
@@ -590,7 +615,21 @@ impl Store {
         Ok(Store {
             backend,
             path: path.clone(),
+            project: crate::project::UNASSIGNED.to_owned(),
         })
+    }
+
+    /// This store confined to `project` (a name from [`crate::project::Project`]): every
+    /// [`Store::read`] and [`Store::write`] hands out a [`Db`] whose project-scoped reads and
+    /// writes see only that project's rows. Without it, [`crate::project::UNASSIGNED`].
+    pub fn with_project(mut self, project: impl Into<String>) -> Store {
+        self.project = project.into();
+        self
+    }
+
+    /// The project this store is confined to ([`Store::with_project`]).
+    pub fn project(&self) -> &str {
+        &self.project
     }
 
     /// The path or URL in use, as shown to users.
@@ -616,9 +655,10 @@ impl Store {
     where
         E: From<StoreError>,
     {
+        let project = self.project.as_str();
         match &self.backend {
-            StoreBackend::Sqlite(s) => s.write(f),
-            StoreBackend::Postgres(p) => p.write(f),
+            StoreBackend::Sqlite(s) => s.write(|db| f(&db.scoped(project))),
+            StoreBackend::Postgres(p) => p.write(|db| f(&db.scoped(project))),
         }
     }
 
@@ -631,9 +671,10 @@ impl Store {
     where
         E: From<StoreError>,
     {
+        let project = self.project.as_str();
         match &self.backend {
-            StoreBackend::Sqlite(s) => s.read(f),
-            StoreBackend::Postgres(p) => p.read(f),
+            StoreBackend::Sqlite(s) => s.read(|db| f(&db.scoped(project))),
+            StoreBackend::Postgres(p) => p.read(|db| f(&db.scoped(project))),
         }
     }
 

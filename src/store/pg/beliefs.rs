@@ -14,12 +14,12 @@ use crate::store::{StoreError, count, to_us};
 /// # Errors
 /// [`StoreError::Postgres`], [`StoreError::ConnectionLost`], or [`StoreError::Corrupt`] for
 /// an unreadable row.
-pub fn find(pg: &Pg, normalised_target: &str) -> Result<Option<Belief>, StoreError> {
+pub fn find(pg: &Pg, project: &str, normalised_target: &str) -> Result<Option<Belief>, StoreError> {
     let Some(r) = pg.query_opt(
         "SELECT seq, id, normalised_target, target, status, confidence, rationale,
                 uncertainty_type, source_nodes, created_us, updated_us
-         FROM beliefs WHERE normalised_target = $1",
-        &[&normalised_target],
+         FROM beliefs WHERE project = $2 AND normalised_target = $1",
+        &[&normalised_target, &project],
     )?
     else {
         return Ok(None);
@@ -56,16 +56,18 @@ pub fn find(pg: &Pg, normalised_target: &str) -> Result<Option<Belief>, StoreErr
 /// # Errors
 /// [`StoreError::Postgres`] (also for a second belief of the same normalised target under
 /// another id) or [`StoreError::ConnectionLost`].
-pub fn put_row(pg: &Pg, b: &Belief) -> Result<i64, StoreError> {
+pub fn put_row(pg: &Pg, project: &str, b: &Belief) -> Result<i64, StoreError> {
     let row = pg.query_one(
         "INSERT INTO beliefs (id, normalised_target, target, status, confidence, entropy,
-                              rationale, uncertainty_type, source_nodes, created_us, updated_us)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+                              rationale, uncertainty_type, source_nodes, created_us, updated_us,
+                              project)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
          ON CONFLICT (id) DO UPDATE SET
              status = excluded.status, confidence = excluded.confidence,
              entropy = excluded.entropy, rationale = excluded.rationale,
              uncertainty_type = excluded.uncertainty_type,
              source_nodes = excluded.source_nodes, updated_us = excluded.updated_us
+         WHERE beliefs.project = excluded.project
          RETURNING seq",
         &[
             &b.id.to_string(),
@@ -79,6 +81,7 @@ pub fn put_row(pg: &Pg, b: &Belief) -> Result<i64, StoreError> {
             &sources_text(b),
             &to_us(b.created_at),
             &to_us(b.updated_at),
+            &project,
         ],
     )?;
     get(&row, 0)
@@ -115,12 +118,15 @@ pub fn append_event(pg: &Pg, seq: i64, event: &BeliefEvent) -> Result<(), StoreE
 ///
 /// # Errors
 /// As [`find`].
-pub fn all(pg: &Pg) -> Result<Vec<Belief>, StoreError> {
-    let rows = pg.query("SELECT normalised_target FROM beliefs ORDER BY seq", &[])?;
+pub fn all(pg: &Pg, project: &str) -> Result<Vec<Belief>, StoreError> {
+    let rows = pg.query(
+        "SELECT normalised_target FROM beliefs WHERE project = $1 ORDER BY seq",
+        &[&project],
+    )?;
     let mut out = Vec::with_capacity(rows.len());
     for r in &rows {
         let target: String = get(r, 0)?;
-        out.extend(find(pg, &target)?);
+        out.extend(find(pg, project, &target)?);
     }
     Ok(out)
 }
@@ -129,10 +135,11 @@ pub fn all(pg: &Pg) -> Result<Vec<Belief>, StoreError> {
 ///
 /// # Errors
 /// As [`find`] (an unknown stored status is [`StoreError::Corrupt`]).
-pub fn summary(pg: &Pg) -> Result<WorkspaceSummary, StoreError> {
+pub fn summary(pg: &Pg, project: &str) -> Result<WorkspaceSummary, StoreError> {
     let rows = pg.query(
-        "SELECT status, count(*), sum(confidence), sum(entropy) FROM beliefs GROUP BY status",
-        &[],
+        "SELECT status, count(*), sum(confidence), sum(entropy) FROM beliefs
+         WHERE project = $1 GROUP BY status",
+        &[&project],
     )?;
     let mut s = WorkspaceSummary::default();
     for r in &rows {

@@ -10,11 +10,11 @@ use crate::store::{StoreError, count, to_us};
 /// # Errors
 /// [`StoreError::Postgres`] (an id already present among them) or
 /// [`StoreError::ConnectionLost`].
-pub fn insert(pg: &Pg, d: &Directive) -> Result<(), StoreError> {
+pub fn insert(pg: &Pg, project: &str, d: &Directive) -> Result<(), StoreError> {
     pg.execute(
         "INSERT INTO directive_history (id, task_id, intervention_type, description, actor,
-                                        created_us, task_key)
-         VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                                        created_us, task_key, project)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
         &[
             &d.id.to_string(),
             &d.task_id,
@@ -23,6 +23,7 @@ pub fn insert(pg: &Pg, d: &Directive) -> Result<(), StoreError> {
             &d.actor,
             &to_us(d.created_at),
             &task_key(d),
+            &project,
         ],
     )?;
     Ok(())
@@ -32,7 +33,7 @@ pub fn insert(pg: &Pg, d: &Directive) -> Result<(), StoreError> {
 ///
 /// # Errors
 /// As [`insert`].
-pub fn import(pg: &Pg, d: &Directive) -> Result<bool, StoreError> {
+pub fn import(pg: &Pg, project: &str, d: &Directive) -> Result<bool, StoreError> {
     let present: bool = get(
         &pg.query_one(
             "SELECT EXISTS (SELECT 1 FROM directive_history WHERE id = $1)",
@@ -43,7 +44,7 @@ pub fn import(pg: &Pg, d: &Directive) -> Result<bool, StoreError> {
     if present {
         return Ok(false);
     }
-    insert(pg, d)?;
+    insert(pg, project, d)?;
     Ok(true)
 }
 
@@ -54,6 +55,7 @@ pub fn import(pg: &Pg, d: &Directive) -> Result<bool, StoreError> {
 /// As [`insert`], or [`StoreError::Corrupt`] for an unreadable row.
 pub fn list(
     pg: &Pg,
+    project: &str,
     key: Option<&TaskKey>,
     limit: usize,
     offset: usize,
@@ -64,23 +66,26 @@ pub fn list(
     let (total, rows) = match key {
         Some(k) => (
             pg.query_one(
-                "SELECT count(*) FROM directive_history WHERE task_key = $1",
-                &[&k.as_str()],
+                "SELECT count(*) FROM directive_history WHERE project = $2 AND task_key = $1",
+                &[&k.as_str(), &project],
             )?,
             pg.query(
                 "SELECT id, task_id, intervention_type, description, actor, created_us
-                 FROM directive_history WHERE task_key = $1
+                 FROM directive_history WHERE project = $4 AND task_key = $1
                  ORDER BY created_us DESC, seq DESC LIMIT $2 OFFSET $3",
-                &[&k.as_str(), &limit, &offset],
+                &[&k.as_str(), &limit, &offset, &project],
             )?,
         ),
         None => (
-            pg.query_one("SELECT count(*) FROM directive_history", &[])?,
+            pg.query_one(
+                "SELECT count(*) FROM directive_history WHERE project = $1",
+                &[&project],
+            )?,
             pg.query(
                 "SELECT id, task_id, intervention_type, description, actor, created_us
-                 FROM directive_history
+                 FROM directive_history WHERE project = $3
                  ORDER BY created_us DESC, seq DESC LIMIT $1 OFFSET $2",
-                &[&limit, &offset],
+                &[&limit, &offset, &project],
             )?,
         ),
     };

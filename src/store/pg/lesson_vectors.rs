@@ -93,6 +93,7 @@ pub fn vector(pg: &Pg, seq: i64, model: &str) -> Result<Option<Vec<f32>>, StoreE
 /// As [`vector`].
 pub fn vectors_since(
     pg: &Pg,
+    project: &str,
     model: &str,
     rev: i64,
     limit: usize,
@@ -100,8 +101,14 @@ pub fn vectors_since(
     let rows = pg.query(
         "SELECT seq, task_key, embedding_rev, embedding, embedding_dim FROM lessons
          WHERE embedding_rev > $1 AND embedding_model = $2 AND embedding IS NOT NULL
+               AND project = $4
          ORDER BY embedding_rev LIMIT $3",
-        &[&rev, &model, &(limit.min(i64::MAX as usize) as i64)],
+        &[
+            &rev,
+            &model,
+            &(limit.min(i64::MAX as usize) as i64),
+            &project,
+        ],
     )?;
     rows.iter()
         .map(|r| {

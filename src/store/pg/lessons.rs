@@ -55,20 +55,22 @@ fn lesson(row: Option<Row>) -> Result<Option<Lesson>, StoreError> {
 /// the SQLite function.
 pub fn insert(
     pg: &Pg,
+    project: &str,
     l: &NewLesson,
     id: Uuid,
     search_terms: &str,
     now: DateTime<Utc>,
 ) -> Result<Inserted, StoreError> {
-    if let Some(existing) = find_by_strategy(pg, &l.task_key, &l.normalised_strategy)? {
+    if let Some(existing) = find_by_strategy(pg, project, &l.task_key, &l.normalised_strategy)? {
         return Ok(Inserted::Exists(existing));
     }
     let terms = lexemes(search_terms);
     let row = pg.query_opt(
         "INSERT INTO lessons (id, task_id, strategy_description, normalised_strategy,
                               rca_summary, failure_type, source_agent, is_active, created_us,
-                              strategy_spans, task_key, terms)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, TRUE, $8, $9, $10, array_to_tsvector($11::text[]))
+                              strategy_spans, task_key, terms, project)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, TRUE, $8, $9, $10, array_to_tsvector($11::text[]),
+                 $12)
          ON CONFLICT DO NOTHING
          RETURNING seq",
         &[
@@ -83,10 +85,11 @@ pub fn insert(
             &encode_spans(&l.normalised_strategy),
             &l.task_key.as_str(),
             &terms,
+            &project,
         ],
     )?;
     if row.is_none() {
-        let existing = find_by_strategy(pg, &l.task_key, &l.normalised_strategy)?
+        let existing = find_by_strategy(pg, project, &l.task_key, &l.normalised_strategy)?
             .ok_or_else(|| StoreError::Corrupt("lesson conflict without a row".into()))?;
         return Ok(Inserted::Exists(existing));
     }
@@ -104,14 +107,15 @@ pub fn insert(
 /// As [`insert`].
 pub fn find_by_strategy(
     pg: &Pg,
+    project: &str,
     key: &TaskKey,
     normalised_strategy: &str,
 ) -> Result<Option<Lesson>, StoreError> {
     lesson(pg.query_opt(
         "SELECT id, task_id, strategy_description, normalised_strategy, rca_summary,
                 failure_type, source_agent, is_active, created_us
-         FROM lessons WHERE task_key = $1 AND normalised_strategy = $2",
-        &[&key.as_str(), &normalised_strategy],
+         FROM lessons WHERE project = $3 AND task_key = $1 AND normalised_strategy = $2",
+        &[&key.as_str(), &normalised_strategy, &project],
     )?)
 }
 
@@ -119,12 +123,12 @@ pub fn find_by_strategy(
 ///
 /// # Errors
 /// As [`insert`].
-pub fn get(pg: &Pg, id: Uuid) -> Result<Option<Lesson>, StoreError> {
+pub fn get(pg: &Pg, project: &str, id: Uuid) -> Result<Option<Lesson>, StoreError> {
     lesson(pg.query_opt(
         "SELECT id, task_id, strategy_description, normalised_strategy, rca_summary,
                 failure_type, source_agent, is_active, created_us
-         FROM lessons WHERE id = $1",
-        &[&id.to_string()],
+         FROM lessons WHERE id = $1 AND project = $2",
+        &[&id.to_string(), &project],
     )?)
 }
 
@@ -133,12 +137,16 @@ pub fn get(pg: &Pg, id: Uuid) -> Result<Option<Lesson>, StoreError> {
 ///
 /// # Errors
 /// As [`insert`].
-pub fn active_strategies(pg: &Pg, key: &TaskKey) -> Result<Vec<ActiveStrategy>, StoreError> {
+pub fn active_strategies(
+    pg: &Pg,
+    project: &str,
+    key: &TaskKey,
+) -> Result<Vec<ActiveStrategy>, StoreError> {
     let rows = pg.query(
         "SELECT seq, normalised_strategy, strategy_spans, embedding_model, embedding,
                 embedding_dim
-         FROM lessons WHERE task_key = $1 AND is_active ORDER BY seq",
-        &[&key.as_str()],
+         FROM lessons WHERE project = $2 AND task_key = $1 AND is_active ORDER BY seq",
+        &[&key.as_str(), &project],
     )?;
     rows.iter()
         .map(|r| {
@@ -162,12 +170,12 @@ pub fn active_strategies(pg: &Pg, key: &TaskKey) -> Result<Vec<ActiveStrategy>, 
 ///
 /// # Errors
 /// As [`insert`].
-pub fn get_by_seq(pg: &Pg, seq: i64) -> Result<Option<Lesson>, StoreError> {
+pub fn get_by_seq(pg: &Pg, project: &str, seq: i64) -> Result<Option<Lesson>, StoreError> {
     lesson(pg.query_opt(
         "SELECT id, task_id, strategy_description, normalised_strategy, rca_summary,
                 failure_type, source_agent, is_active, created_us
-         FROM lessons WHERE seq = $1",
-        &[&seq],
+         FROM lessons WHERE seq = $1 AND project = $2",
+        &[&seq, &project],
     )?)
 }
 
@@ -175,8 +183,13 @@ pub fn get_by_seq(pg: &Pg, seq: i64) -> Result<Option<Lesson>, StoreError> {
 ///
 /// # Errors
 /// As [`insert`].
-pub fn set_active(pg: &Pg, id: Uuid, active: bool) -> Result<Option<Lesson>, StoreError> {
-    let Some(before) = get(pg, id)? else {
+pub fn set_active(
+    pg: &Pg,
+    project: &str,
+    id: Uuid,
+    active: bool,
+) -> Result<Option<Lesson>, StoreError> {
+    let Some(before) = get(pg, project, id)? else {
         return Ok(None);
     };
     pg.execute(
@@ -192,6 +205,7 @@ pub fn set_active(pg: &Pg, id: Uuid, active: bool) -> Result<Option<Lesson>, Sto
 /// As [`insert`].
 pub fn list(
     pg: &Pg,
+    project: &str,
     key: Option<&TaskKey>,
     include_inactive: bool,
 ) -> Result<Vec<Lesson>, StoreError> {
@@ -199,9 +213,9 @@ pub fn list(
         "SELECT id, task_id, strategy_description, normalised_strategy, rca_summary,
                 failure_type, source_agent, is_active, created_us
          FROM lessons
-         WHERE ($1::text IS NULL OR task_key = $1) AND ($2 OR is_active)
+         WHERE project = $3 AND ($1::text IS NULL OR task_key = $1) AND ($2 OR is_active)
          ORDER BY seq",
-        &[&key.map(TaskKey::as_str), &include_inactive],
+        &[&key.map(TaskKey::as_str), &include_inactive, &project],
     )?;
     rows.iter()
         .map(|r| lesson_from_raw(super::columns::<RawLesson>(r)?))
@@ -223,6 +237,7 @@ pub fn list(
 /// As [`insert`].
 pub fn related(
     pg: &Pg,
+    project: &str,
     key: &TaskKey,
     terms: &[String],
     limit: usize,
@@ -270,7 +285,7 @@ pub fn related(
          FROM (SELECT seq,
                       -(SELECT sum(k.w) FROM unnest($2::text[], $3::float8[]) AS k(q, w)
                         WHERE terms @@ k.q::tsquery) AS rank
-               FROM lessons WHERE terms @@ $1::text::tsquery
+               FROM lessons WHERE terms @@ $1::text::tsquery AND project = $7
                ORDER BY rank, seq LIMIT $4) AS c
          JOIN lessons l ON l.seq = c.seq
          WHERE l.task_key <> $5 AND l.is_active
@@ -282,6 +297,7 @@ pub fn related(
             &(RELATED_CANDIDATES as i64),
             &key.as_str(),
             &(limit.min(i64::MAX as usize) as i64),
+            &project,
         ],
     )?;
     rows.iter()

@@ -28,6 +28,7 @@ pub mod directives;
 pub mod lesson_vectors;
 pub mod lessons;
 pub mod meta;
+pub mod projects;
 pub(crate) mod request_keys;
 mod target;
 #[cfg(test)]
@@ -67,7 +68,11 @@ pub const RECONNECT_MAX: Duration = Duration::from_secs(5);
 
 /// PostgreSQL schema migrations in order: entry `i` moves `meta_utl.schema_version` from `i`
 /// to `i + 1`. Append new entries at the end; never edit one that has shipped.
-const MIGRATIONS: &[&str] = &[include_str!("schema.sql"), include_str!("request_keys.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("schema.sql"),
+    include_str!("request_keys.sql"),
+    include_str!("projects.sql"),
+];
 
 /// The PostgreSQL schema version this binary writes.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -719,4 +724,54 @@ pub fn bump(pg: &Pg, family: Family) -> Result<i64, StoreError> {
         &[&family_key(family)],
     )?;
     get(&row, 0)
+}
+
+#[cfg(test)]
+mod migration_tests {
+    use super::{MIGRATIONS, SCHEMA};
+    use crate::store::StoreError;
+    use crate::store::projects;
+
+    /// A database at schema version 2 (before projects) with a lesson, a belief with an event
+    /// and a directive: migration 3 keeps every row, under the unassigned project.
+    #[test]
+    fn a_database_from_before_projects_keeps_its_rows_unassigned() {
+        let Some(db) = super::testing::fresh_with("pg_before_projects", |c| {
+            let mut sql = format!(
+                "CREATE SCHEMA {SCHEMA}; SET search_path TO {SCHEMA};
+                 CREATE TABLE schema_version (version BIGINT NOT NULL);
+                 INSERT INTO schema_version VALUES (2);"
+            );
+            sql.push_str(MIGRATIONS[0]);
+            sql.push_str(MIGRATIONS[1]);
+            sql.push_str(
+                "INSERT INTO lessons (id, task_id, strategy_description, normalised_strategy,
+                                      rca_summary, failure_type, source_agent, created_us,
+                                      task_key)
+                 VALUES ('l1', 'T-1', 'Mock the DB', 'mock the db', 'why', 'UNKNOWN', 'a', 1,
+                         't-1');
+                 INSERT INTO beliefs (id, normalised_target, target, status, confidence,
+                                      entropy, rationale, source_nodes, created_us, updated_us)
+                 VALUES ('b1', 'cache', 'Cache', 'active', 0.5, 1.0, 'r', '', 1, 2);
+                 INSERT INTO belief_events (belief_seq, action, input_confidence, status_after,
+                                            confidence_after, rationale, at_us)
+                 SELECT seq, 'assert', 0.5, 'active', 0.5, 'r', 1 FROM beliefs;
+                 INSERT INTO directive_history (id, task_id, intervention_type, description,
+                                                actor, created_us, task_key)
+                 VALUES ('d1', 'T-1', 'FEEDBACK', 'note', 'USER', 1, 't-1');",
+            );
+            c.batch_execute(&sql).expect("version 2 database");
+        }) else {
+            return;
+        };
+        let listed = db
+            .read(|db| -> Result<_, StoreError> { projects::list(db) })
+            .unwrap();
+        assert_eq!(listed.len(), 1, "{listed:?}");
+        assert_eq!(listed[0].name, crate::project::UNASSIGNED);
+        assert_eq!(
+            (listed[0].lessons, listed[0].directives, listed[0].beliefs),
+            (1, 1, 1)
+        );
+    }
 }

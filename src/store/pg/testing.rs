@@ -46,6 +46,18 @@ fn admin_url(server: &str) -> String {
 /// # Panics
 /// When the server cannot be reached or the database cannot be created or opened.
 pub(crate) fn fresh(test: &str) -> Option<TestDb> {
+    fresh_with(test, |_| {})
+}
+
+/// [`fresh`], with `prepare` run on a plain connection to the new database before the store
+/// opens it (to build a database as an older binary left it).
+///
+/// # Panics
+/// As [`fresh`], or when `prepare` panics.
+pub(crate) fn fresh_with(
+    test: &str,
+    prepare: impl FnOnce(&mut postgres::Client),
+) -> Option<TestDb> {
     static N: AtomicU32 = AtomicU32::new(0);
     let Ok(server) = std::env::var(URL_VAR) else {
         eprintln!("skipped {test} on PostgreSQL: {URL_VAR} is not set");
@@ -63,7 +75,12 @@ pub(crate) fn fresh(test: &str) -> Option<TestDb> {
     admin
         .batch_execute(&format!("CREATE DATABASE {name}"))
         .unwrap_or_else(|e| panic!("CREATE DATABASE {name}: {e}"));
-    let path = DbPath::parse(&format!("{server}/{name}?sslmode=disable")).expect("test URL");
+    let url = format!("{server}/{name}?sslmode=disable");
+    let mut plain = postgres::Client::connect(&format!("{server}/{name}"), postgres::NoTls)
+        .unwrap_or_else(|e| panic!("connect {name}: {e}"));
+    prepare(&mut plain);
+    drop(plain);
+    let path = DbPath::parse(&url).expect("test URL");
     let store = Store::open(&path).unwrap_or_else(|e| panic!("open {name}: {e}"));
     Some(TestDb {
         store: Some(store),

@@ -9,5 +9,6 @@ pub(crate) mod directives;
 pub(crate) mod lesson_vectors;
 pub(crate) mod lessons;
 pub(crate) mod meta;
+pub(crate) mod projects;
 pub(crate) mod request_keys;
 pub(crate) mod vertices;

@@ -214,12 +214,23 @@ pub fn check(path: &DbPath) -> Result<CheckReport, StoreError> {
                 crate::store::sync(&db, &mut MetaLearningService::new())
             }),
             ("lessons", &|| {
-                super::lessons::list(&conn, None, true).map(drop)
+                for p in super::projects::list(&conn)? {
+                    super::lessons::list(&conn, &p.name, None, true)?;
+                }
+                Ok(())
             }),
             ("directives", &|| {
-                super::directives::list(&conn, None, usize::MAX, 0).map(drop)
+                for p in super::projects::list(&conn)? {
+                    super::directives::list(&conn, &p.name, None, usize::MAX, 0)?;
+                }
+                Ok(())
             }),
-            ("beliefs", &|| super::beliefs::all(&conn).map(drop)),
+            ("beliefs", &|| {
+                for p in super::projects::list(&conn)? {
+                    super::beliefs::all(&conn, &p.name)?;
+                }
+                Ok(())
+            }),
             ("events", &|| {
                 let every = EventQuery {
                     limit: i64::MAX as usize,

@@ -30,6 +30,16 @@ pub const MIGRATION_TASK_KEY: &str = "
 ALTER TABLE directive_history ADD COLUMN task_key TEXT;
 ";
 
+/// Migration 16: every directive belongs to a project ([`crate::project`]); entries stored
+/// before get [`crate::project::UNASSIGNED`]. The per-task index leads with the project, and
+/// `directive_history_project` serves a project's history, newest first.
+pub const MIGRATION_PROJECT: &str = "
+ALTER TABLE directive_history ADD COLUMN project TEXT NOT NULL DEFAULT '';
+DROP INDEX directive_history_task_key;
+CREATE INDEX directive_history_task_key ON directive_history (project, task_key, created_us);
+CREATE INDEX directive_history_project ON directive_history (project, created_us);
+";
+
 /// Data step of migration 11: the [`TaskKey`] of every stored entry's task, then the index
 /// `directive_history_task_key (task_key, created_us)` in place of `directive_history_task`.
 ///
@@ -51,11 +61,11 @@ pub fn fill_task_keys(conn: &rusqlite::Connection) -> rusqlite::Result<()> {
 }
 
 /// [`crate::store::directives::insert`] on SQLite.
-pub(crate) fn insert(conn: &Connection, d: &Directive) -> Result<(), StoreError> {
+pub(crate) fn insert(conn: &Connection, project: &str, d: &Directive) -> Result<(), StoreError> {
     conn.prepare_cached(
         "INSERT INTO directive_history (id, task_id, intervention_type, description, actor,
-                                            created_us, task_key)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                                            created_us, task_key, project)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     )?
     .execute(params![
         d.id.to_string(),
@@ -65,39 +75,40 @@ pub(crate) fn insert(conn: &Connection, d: &Directive) -> Result<(), StoreError>
         d.actor,
         to_us(d.created_at),
         task_key(d),
+        project,
     ])?;
     Ok(())
 }
 
 /// [`crate::store::directives::import`] on SQLite.
-pub(crate) fn import(conn: &Connection, d: &Directive) -> Result<bool, StoreError> {
+pub(crate) fn import(conn: &Connection, project: &str, d: &Directive) -> Result<bool, StoreError> {
     let present: bool = conn
         .prepare_cached("SELECT EXISTS (SELECT 1 FROM directive_history WHERE id = ?1)")?
         .query_row([d.id.to_string()], |r| r.get(0))?;
     if present {
         return Ok(false);
     }
-    insert(conn, d)?;
+    insert(conn, project, d)?;
     Ok(true)
 }
 
 /// [`crate::store::directives::list`] on SQLite.
 pub(crate) fn list(
     conn: &Connection,
+    project: &str,
     key: Option<&TaskKey>,
     limit: usize,
     offset: usize,
 ) -> Result<(Vec<Directive>, usize), StoreError> {
-    // Only the filter in use appears in the SQL so the (task_key, created) index is used.
+    // Only the filter in use appears in the SQL so the (project, task_key, created) index is
+    // used for a task's entries, and (project, created) for the project's.
     let filter = if key.is_some() {
-        "WHERE task_key = ?"
+        "WHERE project = ? AND task_key = ?"
     } else {
-        ""
+        "WHERE project = ?"
     };
-    let mut values: Vec<rusqlite::types::Value> = key
-        .map(|k| k.as_str().to_owned().into())
-        .into_iter()
-        .collect();
+    let mut values: Vec<rusqlite::types::Value> = vec![project.to_owned().into()];
+    values.extend(key.map(|k| k.as_str().to_owned().into()));
     let total: i64 = conn
         .prepare_cached(&format!("SELECT count(*) FROM directive_history {filter}"))?
         .query_row(rusqlite::params_from_iter(values.iter()), |r| r.get(0))?;

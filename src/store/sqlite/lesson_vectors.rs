@@ -85,6 +85,7 @@ pub(crate) fn vector(
 /// [`crate::store::lesson_vectors::vectors_since`] on SQLite.
 pub(crate) fn vectors_since(
     conn: &Connection,
+    project: &str,
     model: &str,
     rev: i64,
     limit: usize,
@@ -92,9 +93,10 @@ pub(crate) fn vectors_since(
     let mut stmt = conn.prepare_cached(
         "SELECT seq, task_key, embedding_rev, embedding, embedding_dim FROM lessons
          WHERE embedding_rev > ?1 AND embedding_model = ?2 AND embedding IS NOT NULL
+               AND project = ?4
          ORDER BY embedding_rev LIMIT ?3",
     )?;
-    let rows = stmt.query_map(params![rev, model, limit as i64], |r| {
+    let rows = stmt.query_map(params![rev, model, limit as i64, project], |r| {
         Ok((
             r.get::<_, i64>(0)?,
             r.get::<_, String>(1)?,

@@ -167,6 +167,55 @@ pub fn fill_task_keys(conn: &rusqlite::Connection) -> rusqlite::Result<()> {
     conn.execute_batch(TASK_KEY_INDEXES)
 }
 
+/// Migration 14: every lesson belongs to a project ([`crate::project`]), and one project's
+/// lessons never block another's, so the table is rebuilt without the original
+/// `UNIQUE (task_id, normalised_strategy)` (SQLite cannot drop a table constraint): the same
+/// task id and strategy may now be stored once per project. Rows keep their `seq` (the rowid of
+/// their `lessons_fts` entry) and get the project [`crate::project::UNASSIGNED`], which the
+/// operator reassigns with `console projects move`. The indexes lead with the project:
+///
+/// - `lessons_project_task_strategy`, unique: one lesson per (project, task key, normalised
+///   strategy); it serves every per-task lookup;
+/// - `lessons_active_by_key`: a task's active lessons, oldest first, for the blacklist check;
+/// - `lessons_project_active`: a project's active lessons (the other tasks a check consults).
+pub const MIGRATION_PROJECT: &str = "
+CREATE TABLE lessons_v14 (
+    seq                   INTEGER PRIMARY KEY,
+    id                    TEXT    NOT NULL UNIQUE,
+    project               TEXT    NOT NULL DEFAULT '',
+    task_id               TEXT    NOT NULL,
+    task_key              TEXT    NOT NULL,
+    strategy_description  TEXT    NOT NULL,
+    normalised_strategy   TEXT    NOT NULL,
+    strategy_spans        BLOB    NOT NULL DEFAULT x'',
+    rca_summary           TEXT    NOT NULL,
+    failure_type          TEXT    NOT NULL CHECK (failure_type IN ('ARCHITECTURAL_MISUNDERSTANDING',
+                              'TOOL_MISUSE', 'DEPENDENCY_CONFLICT', 'LOGIC_ERROR', 'UNKNOWN')),
+    source_agent          TEXT    NOT NULL,
+    is_active             INTEGER NOT NULL DEFAULT 1 CHECK (is_active IN (0, 1)),
+    created_us            INTEGER NOT NULL,
+    embedding             BLOB,
+    embedding_model       TEXT,
+    embedding_dim         INTEGER,
+    embedding_rev         INTEGER
+) STRICT;
+INSERT INTO lessons_v14 (seq, id, project, task_id, task_key, strategy_description,
+                         normalised_strategy, strategy_spans, rca_summary, failure_type,
+                         source_agent, is_active, created_us, embedding, embedding_model,
+                         embedding_dim, embedding_rev)
+SELECT seq, id, '', task_id, task_key, strategy_description, normalised_strategy,
+       strategy_spans, rca_summary, failure_type, source_agent, is_active, created_us,
+       embedding, embedding_model, embedding_dim, embedding_rev
+FROM lessons;
+DROP TABLE lessons;
+ALTER TABLE lessons_v14 RENAME TO lessons;
+CREATE UNIQUE INDEX lessons_project_task_strategy
+    ON lessons (project, task_key, normalised_strategy);
+CREATE INDEX lessons_active_by_key ON lessons (project, task_key, is_active, seq);
+CREATE INDEX lessons_project_active ON lessons (project, is_active, seq);
+CREATE INDEX lessons_embedding_rev ON lessons (embedding_rev) WHERE embedding_rev IS NOT NULL;
+";
+
 const COLUMNS: &str = "l.id, l.task_id, l.strategy_description, l.normalised_strategy, \
                        l.rca_summary, l.failure_type, l.source_agent, l.is_active, l.created_us";
 
@@ -177,20 +226,21 @@ fn raw_lesson(r: &Row<'_>) -> rusqlite::Result<RawLesson> {
 /// [`crate::store::lessons::insert`] on SQLite.
 pub(crate) fn insert(
     conn: &Connection,
+    project: &str,
     l: &NewLesson,
     id: Uuid,
     search_terms: &str,
     now: DateTime<Utc>,
 ) -> Result<Inserted, StoreError> {
-    if let Some(existing) = find_by_strategy(conn, &l.task_key, &l.normalised_strategy)? {
+    if let Some(existing) = find_by_strategy(conn, project, &l.task_key, &l.normalised_strategy)? {
         return Ok(Inserted::Exists(existing));
     }
     let seq: Option<i64> = conn
         .prepare_cached(
             "INSERT INTO lessons (id, task_id, strategy_description, normalised_strategy,
                                   rca_summary, failure_type, source_agent, is_active, created_us,
-                                  strategy_spans, task_key)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 1, ?8, ?9, ?10)
+                                  strategy_spans, task_key, project)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 1, ?8, ?9, ?10, ?11)
              ON CONFLICT DO NOTHING
              RETURNING seq",
         )?
@@ -206,12 +256,13 @@ pub(crate) fn insert(
                 to_us(now),
                 encode_spans(&l.normalised_strategy),
                 l.task_key.as_str(),
+                project,
             ],
             |r| r.get(0),
         )
         .optional()?;
     let Some(seq) = seq else {
-        let existing = find_by_strategy(conn, &l.task_key, &l.normalised_strategy)?
+        let existing = find_by_strategy(conn, project, &l.task_key, &l.normalised_strategy)?
             .ok_or_else(|| StoreError::Corrupt("lesson conflict without a row".into()))?;
         return Ok(Inserted::Exists(existing));
     };
@@ -223,38 +274,50 @@ pub(crate) fn insert(
 /// [`crate::store::lessons::find_by_strategy`] on SQLite.
 pub(crate) fn find_by_strategy(
     conn: &Connection,
+    project: &str,
     key: &TaskKey,
     normalised_strategy: &str,
 ) -> Result<Option<Lesson>, StoreError> {
     conn.prepare_cached(&format!(
-        "SELECT {COLUMNS} FROM lessons l WHERE l.task_key = ?1 AND l.normalised_strategy = ?2"
+        "SELECT {COLUMNS} FROM lessons l
+         WHERE l.project = ?3 AND l.task_key = ?1 AND l.normalised_strategy = ?2"
     ))?
-    .query_row(params![key.as_str(), normalised_strategy], raw_lesson)
+    .query_row(
+        params![key.as_str(), normalised_strategy, project],
+        raw_lesson,
+    )
     .optional()?
     .map(lesson_from_raw)
     .transpose()
 }
 
 /// [`crate::store::lessons::get`] on SQLite.
-pub(crate) fn get(conn: &Connection, id: Uuid) -> Result<Option<Lesson>, StoreError> {
-    conn.prepare_cached(&format!("SELECT {COLUMNS} FROM lessons l WHERE l.id = ?1"))?
-        .query_row([id.to_string()], raw_lesson)
-        .optional()?
-        .map(lesson_from_raw)
-        .transpose()
+pub(crate) fn get(
+    conn: &Connection,
+    project: &str,
+    id: Uuid,
+) -> Result<Option<Lesson>, StoreError> {
+    conn.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM lessons l WHERE l.id = ?1 AND l.project = ?2"
+    ))?
+    .query_row(params![id.to_string(), project], raw_lesson)
+    .optional()?
+    .map(lesson_from_raw)
+    .transpose()
 }
 
 /// [`crate::store::lessons::active_strategies`] on SQLite.
 pub(crate) fn active_strategies(
     conn: &Connection,
+    project: &str,
     key: &TaskKey,
 ) -> Result<Vec<ActiveStrategy>, StoreError> {
     let mut stmt = conn.prepare_cached(
         "SELECT seq, normalised_strategy, strategy_spans, embedding_model, embedding,
                 embedding_dim
-         FROM lessons WHERE task_key = ?1 AND is_active = 1 ORDER BY seq",
+         FROM lessons WHERE project = ?2 AND task_key = ?1 AND is_active = 1 ORDER BY seq",
     )?;
-    let rows = stmt.query_map([key.as_str()], |r| {
+    let rows = stmt.query_map(params![key.as_str(), project], |r| {
         Ok(ActiveStrategy {
             seq: r.get(0)?,
             normalised: r.get(1)?,
@@ -269,21 +332,28 @@ pub(crate) fn active_strategies(
 }
 
 /// [`crate::store::lessons::get_by_seq`] on SQLite.
-pub(crate) fn get_by_seq(conn: &Connection, seq: i64) -> Result<Option<Lesson>, StoreError> {
-    conn.prepare_cached(&format!("SELECT {COLUMNS} FROM lessons l WHERE l.seq = ?1"))?
-        .query_row([seq], raw_lesson)
-        .optional()?
-        .map(lesson_from_raw)
-        .transpose()
+pub(crate) fn get_by_seq(
+    conn: &Connection,
+    project: &str,
+    seq: i64,
+) -> Result<Option<Lesson>, StoreError> {
+    conn.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM lessons l WHERE l.seq = ?1 AND l.project = ?2"
+    ))?
+    .query_row(params![seq, project], raw_lesson)
+    .optional()?
+    .map(lesson_from_raw)
+    .transpose()
 }
 
 /// [`crate::store::lessons::set_active`] on SQLite.
 pub(crate) fn set_active(
     conn: &Connection,
+    project: &str,
     id: Uuid,
     active: bool,
 ) -> Result<Option<Lesson>, StoreError> {
-    let Some(before) = get(conn, id)? else {
+    let Some(before) = get(conn, project, id)? else {
         return Ok(None);
     };
     conn.prepare_cached("UPDATE lessons SET is_active = ?2 WHERE id = ?1")?
@@ -294,16 +364,17 @@ pub(crate) fn set_active(
 /// [`crate::store::lessons::list`] on SQLite.
 pub(crate) fn list(
     conn: &Connection,
+    project: &str,
     key: Option<&TaskKey>,
     include_inactive: bool,
 ) -> Result<Vec<Lesson>, StoreError> {
     let mut stmt = conn.prepare_cached(&format!(
         "SELECT {COLUMNS} FROM lessons l
-         WHERE (?1 IS NULL OR l.task_key = ?1) AND (?2 OR l.is_active = 1)
+         WHERE l.project = ?3 AND (?1 IS NULL OR l.task_key = ?1) AND (?2 OR l.is_active = 1)
          ORDER BY l.seq"
     ))?;
     let rows = stmt.query_map(
-        params![key.map(TaskKey::as_str), include_inactive],
+        params![key.map(TaskKey::as_str), include_inactive, project],
         raw_lesson,
     )?;
     rows.map(|r| lesson_from_raw(r?)).collect()
@@ -312,6 +383,7 @@ pub(crate) fn list(
 /// [`crate::store::lessons::related`] on SQLite.
 pub(crate) fn related(
     conn: &Connection,
+    project: &str,
     key: &TaskKey,
     terms: &[String],
     limit: usize,
@@ -357,10 +429,10 @@ pub(crate) fn related(
          FROM (SELECT rowid, bm25(lessons_fts) AS rank FROM lessons_fts
                WHERE lessons_fts MATCH ?1 ORDER BY rank LIMIT {RELATED_CANDIDATES}) AS c
          JOIN lessons l ON l.seq = c.rowid
-         WHERE l.task_key <> ?2 AND l.is_active = 1
+         WHERE l.project = ?4 AND l.task_key <> ?2 AND l.is_active = 1
          ORDER BY c.rank, l.seq LIMIT ?3"
     ))?;
-    let rows = stmt.query_map(params![query, key.as_str(), limit as i64], |r| {
+    let rows = stmt.query_map(params![query, key.as_str(), limit as i64, project], |r| {
         Ok((raw_lesson(r)?, r.get::<_, f64>(9)?))
     })?;
     rows.map(|r| {

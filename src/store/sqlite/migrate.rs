@@ -37,6 +37,9 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     },
     Migration::sql(lesson_vectors::MIGRATION_VECTORS),
     Migration::sql(request_keys::MIGRATION),
+    Migration::sql(lessons::MIGRATION_PROJECT),
+    Migration::sql(beliefs::MIGRATION_PROJECT),
+    Migration::sql(directives::MIGRATION_PROJECT),
 ];
 
 /// One schema step: SQL, then optionally a data step in Rust (for conversions SQL cannot
@@ -97,5 +100,95 @@ pub(crate) fn migrate(conn: &Connection) -> Result<(), rusqlite::Error> {
             let _ = conn.execute_batch("ROLLBACK");
             Err(e)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A database at user_version 13 (before projects) with a lesson, a belief with two
+    /// events and a directive: migrations 14-16 keep every row, under the unassigned project,
+    /// with the full-text entry still the lesson's, and the foreign key still enforced.
+    #[test]
+    fn a_database_from_before_projects_keeps_its_rows_unassigned() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch("PRAGMA foreign_keys=ON").unwrap();
+        for m in &MIGRATIONS[..13] {
+            conn.execute_batch(m.sql).unwrap();
+            if let Some(data) = m.data {
+                data(&conn).unwrap();
+            }
+        }
+        conn.execute_batch(
+            "PRAGMA user_version = 13;
+             INSERT INTO lessons (seq, id, task_id, strategy_description, normalised_strategy,
+                                  rca_summary, failure_type, source_agent, created_us, task_key)
+             VALUES (7, 'l1', 'T-1', 'Mock the DB', 'mock the db', 'why', 'UNKNOWN', 'a', 1,
+                     't-1');
+             INSERT INTO lessons_fts (rowid, terms) VALUES (7, 'mock db why');
+             INSERT INTO beliefs (seq, id, normalised_target, target, status, confidence,
+                                  entropy, rationale, source_nodes, created_us, updated_us)
+             VALUES (3, 'b1', 'cache', 'Cache', 'active', 0.5, 1.0, 'r', '', 1, 2);
+             INSERT INTO belief_events (belief_seq, action, input_confidence, status_after,
+                                        confidence_after, rationale, at_us)
+             VALUES (3, 'assert', 0.5, 'active', 0.5, 'r', 1), (3, 'update', 0.6, 'active',
+                     0.6, 'r', 2);
+             INSERT INTO directive_history (id, task_id, intervention_type, description, actor,
+                                            created_us, task_key)
+             VALUES ('d1', 'T-1', 'FEEDBACK', 'note', 'USER', 1, 't-1');",
+        )
+        .unwrap();
+        migrate(&conn).unwrap();
+        let v: i64 = conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(v, SCHEMA_VERSION);
+        let projects: Vec<(String, i64)> = conn
+            .prepare(
+                "SELECT project, count(*) FROM (SELECT project FROM lessons
+                 UNION ALL SELECT project FROM beliefs
+                 UNION ALL SELECT project FROM directive_history) GROUP BY project",
+            )
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(projects, [(crate::project::UNASSIGNED.to_owned(), 3)]);
+        let fts: i64 = conn
+            .query_row(
+                "SELECT l.seq FROM lessons_fts f JOIN lessons l ON l.seq = f.rowid
+                 WHERE lessons_fts MATCH 'mock'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(fts, 7);
+        let events: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM belief_events WHERE belief_seq = 3",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(events, 2);
+        let orphan = conn.execute(
+            "INSERT INTO belief_events (belief_seq, action, input_confidence, status_after,
+                                        confidence_after, rationale, at_us)
+             VALUES (99, 'assert', 0.5, 'active', 0.5, 'r', 3)",
+            [],
+        );
+        assert!(orphan.is_err(), "the events still refer to the beliefs");
+        // The same task and strategy may now live once per project.
+        conn.execute(
+            "INSERT INTO lessons (id, project, task_id, strategy_description,
+                                  normalised_strategy, rca_summary, failure_type, source_agent,
+                                  created_us, task_key)
+             VALUES ('l2', 'github.com/acme/shop', 'T-1', 'Mock the DB', 'mock the db', 'why',
+                     'UNKNOWN', 'a', 1, 't-1')",
+            [],
+        )
+        .unwrap();
     }
 }

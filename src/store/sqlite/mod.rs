@@ -25,6 +25,7 @@ pub(crate) mod lessons;
 pub(crate) mod meta;
 pub(crate) mod migrate;
 pub(crate) mod open;
+pub(crate) mod projects;
 pub(crate) mod request_keys;
 pub(crate) mod vertices;
 

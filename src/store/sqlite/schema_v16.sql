@@ -1,5 +1,5 @@
--- The schema of a new database at user_version 12, one statement per object, as SQLite stores it
--- after migrations 1-12 (store/create.rs; the unit test there proves it). Never edit: a change
+-- The schema of a new database at user_version 16, one statement per object, as SQLite stores it
+-- after migrations 1-16 (store/sqlite/create.rs; the unit test there proves it). Never edit: a change
 -- to the schema is a new migration, which new files run after this.
 CREATE TABLE meta_state (
     id                  INTEGER PRIMARY KEY CHECK (id = 1),
@@ -66,7 +66,7 @@ CREATE TABLE directive_history (
     description        TEXT    NOT NULL,
     actor              TEXT    NOT NULL,
     created_us         INTEGER NOT NULL
-, task_key TEXT) STRICT;
+, task_key TEXT, project TEXT NOT NULL DEFAULT '') STRICT;
 CREATE INDEX directive_history_created ON directive_history (created_us);
 CREATE TABLE atc_observations (
     seq             INTEGER PRIMARY KEY,
@@ -118,50 +118,6 @@ CREATE TABLE atc_gap_drift (
     variance     REAL    NOT NULL,
     count        INTEGER NOT NULL
 ) STRICT;
-CREATE TABLE beliefs (
-    seq                INTEGER PRIMARY KEY,
-    id                 TEXT    NOT NULL UNIQUE,
-    normalised_target  TEXT    NOT NULL UNIQUE,
-    target             TEXT    NOT NULL,
-    status             TEXT    NOT NULL
-        CHECK (status IN ('active', 'hypothetical', 'verified', 'denied', 'retracted')),
-    confidence         REAL    NOT NULL CHECK (confidence BETWEEN 0.0 AND 1.0),
-    entropy            REAL    NOT NULL,
-    rationale          TEXT    NOT NULL,
-    uncertainty_type   TEXT
-        CHECK (uncertainty_type IS NULL OR uncertainty_type IN ('epistemic', 'aleatory', 'mixed')),
-    source_nodes       TEXT    NOT NULL,
-    created_us         INTEGER NOT NULL,
-    updated_us         INTEGER NOT NULL
-) STRICT;
-CREATE INDEX beliefs_status ON beliefs (status);
-CREATE TABLE belief_events (
-    seq                INTEGER PRIMARY KEY,
-    belief_seq         INTEGER NOT NULL REFERENCES beliefs (seq),
-    action             TEXT    NOT NULL,
-    input_confidence   REAL    NOT NULL,
-    status_before      TEXT,
-    status_after       TEXT    NOT NULL,
-    confidence_before  REAL,
-    confidence_after   REAL    NOT NULL,
-    rationale          TEXT    NOT NULL,
-    at_us              INTEGER NOT NULL
-) STRICT;
-CREATE INDEX belief_events_belief ON belief_events (belief_seq, seq);
-CREATE TABLE lessons (
-    seq                   INTEGER PRIMARY KEY,
-    id                    TEXT    NOT NULL UNIQUE,
-    task_id               TEXT    NOT NULL,
-    strategy_description  TEXT    NOT NULL,
-    normalised_strategy   TEXT    NOT NULL,
-    rca_summary           TEXT    NOT NULL,
-    failure_type          TEXT    NOT NULL CHECK (failure_type IN ('ARCHITECTURAL_MISUNDERSTANDING',
-                              'TOOL_MISUSE', 'DEPENDENCY_CONFLICT', 'LOGIC_ERROR', 'UNKNOWN')),
-    source_agent          TEXT    NOT NULL,
-    is_active             INTEGER NOT NULL DEFAULT 1 CHECK (is_active IN (0, 1)),
-    created_us            INTEGER NOT NULL, strategy_spans BLOB NOT NULL DEFAULT x'', task_key TEXT NOT NULL DEFAULT '', embedding BLOB, embedding_model TEXT, embedding_dim INTEGER, embedding_rev INTEGER,
-    UNIQUE (task_id, normalised_strategy)
-) STRICT;
 CREATE VIRTUAL TABLE lessons_fts USING fts5(terms, tokenize = 'unicode61');
 CREATE VIRTUAL TABLE lessons_fts_vocab USING fts5vocab(lessons_fts, 'row');
 CREATE TABLE vertices (
@@ -186,10 +142,6 @@ CREATE TABLE meta_windows (
     window  INTEGER PRIMARY KEY CHECK (window BETWEEN 0 AND 13),
     vals    BLOB    NOT NULL
 ) STRICT;
-CREATE UNIQUE INDEX lessons_task_key_strategy ON lessons (task_key, normalised_strategy);
-CREATE INDEX lessons_active_by_key ON lessons (task_key, is_active, seq);
-CREATE INDEX directive_history_task_key ON directive_history (task_key, created_us);
-CREATE INDEX lessons_embedding_rev ON lessons (embedding_rev) WHERE embedding_rev IS NOT NULL;
 CREATE TABLE request_keys (
     tool         TEXT    NOT NULL,
     request_key  TEXT    NOT NULL,
@@ -199,3 +151,62 @@ CREATE TABLE request_keys (
     PRIMARY KEY (tool, request_key)
 ) STRICT;
 CREATE INDEX request_keys_created ON request_keys (created_us);
+CREATE TABLE "lessons" (
+    seq                   INTEGER PRIMARY KEY,
+    id                    TEXT    NOT NULL UNIQUE,
+    project               TEXT    NOT NULL DEFAULT '',
+    task_id               TEXT    NOT NULL,
+    task_key              TEXT    NOT NULL,
+    strategy_description  TEXT    NOT NULL,
+    normalised_strategy   TEXT    NOT NULL,
+    strategy_spans        BLOB    NOT NULL DEFAULT x'',
+    rca_summary           TEXT    NOT NULL,
+    failure_type          TEXT    NOT NULL CHECK (failure_type IN ('ARCHITECTURAL_MISUNDERSTANDING',
+                              'TOOL_MISUSE', 'DEPENDENCY_CONFLICT', 'LOGIC_ERROR', 'UNKNOWN')),
+    source_agent          TEXT    NOT NULL,
+    is_active             INTEGER NOT NULL DEFAULT 1 CHECK (is_active IN (0, 1)),
+    created_us            INTEGER NOT NULL,
+    embedding             BLOB,
+    embedding_model       TEXT,
+    embedding_dim         INTEGER,
+    embedding_rev         INTEGER
+) STRICT;
+CREATE UNIQUE INDEX lessons_project_task_strategy
+    ON lessons (project, task_key, normalised_strategy);
+CREATE INDEX lessons_active_by_key ON lessons (project, task_key, is_active, seq);
+CREATE INDEX lessons_project_active ON lessons (project, is_active, seq);
+CREATE INDEX lessons_embedding_rev ON lessons (embedding_rev) WHERE embedding_rev IS NOT NULL;
+CREATE TABLE "beliefs" (
+    seq                INTEGER PRIMARY KEY,
+    id                 TEXT    NOT NULL UNIQUE,
+    project            TEXT    NOT NULL DEFAULT '',
+    normalised_target  TEXT    NOT NULL,
+    target             TEXT    NOT NULL,
+    status             TEXT    NOT NULL
+        CHECK (status IN ('active', 'hypothetical', 'verified', 'denied', 'retracted')),
+    confidence         REAL    NOT NULL CHECK (confidence BETWEEN 0.0 AND 1.0),
+    entropy            REAL    NOT NULL,
+    rationale          TEXT    NOT NULL,
+    uncertainty_type   TEXT
+        CHECK (uncertainty_type IS NULL OR uncertainty_type IN ('epistemic', 'aleatory', 'mixed')),
+    source_nodes       TEXT    NOT NULL,
+    created_us         INTEGER NOT NULL,
+    updated_us         INTEGER NOT NULL,
+    UNIQUE (project, normalised_target)
+) STRICT;
+CREATE TABLE "belief_events" (
+    seq                INTEGER PRIMARY KEY,
+    belief_seq         INTEGER NOT NULL REFERENCES "beliefs" (seq),
+    action             TEXT    NOT NULL,
+    input_confidence   REAL    NOT NULL,
+    status_before      TEXT,
+    status_after       TEXT    NOT NULL,
+    confidence_before  REAL,
+    confidence_after   REAL    NOT NULL,
+    rationale          TEXT    NOT NULL,
+    at_us              INTEGER NOT NULL
+) STRICT;
+CREATE INDEX beliefs_status ON beliefs (project, status);
+CREATE INDEX belief_events_belief ON belief_events (belief_seq, seq);
+CREATE INDEX directive_history_task_key ON directive_history (project, task_key, created_us);
+CREATE INDEX directive_history_project ON directive_history (project, created_us);
