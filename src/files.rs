@@ -355,6 +355,7 @@ pub fn hex(bytes: &[u8]) -> String {
     })
 }
 
+/// Create `p`, which must not exist, readable and writable by this user only (0600 on Unix).
 #[cfg(unix)]
 fn create_private(p: &Path) -> std::io::Result<File> {
     use std::os::unix::fs::OpenOptionsExt;

@@ -1,24 +1,27 @@
 //! meta-utl-mcp: a stdio MCP server that gives coding agents a memory that corrects itself.
 //!
-//! Modules in reading order:
-//! - [`server`]: the stdio loop (read line → decode → dispatch → write one line); the only
-//!   writer of stdout.
-//! - [`protocol`]: JSON-RPC 2.0 framing and the MCP lifecycle messages.
-//! - [`tools`]: the tool registry, argument parsing, and one file per tool family.
+//! Modules from the top floor down (the layer order `tests/architecture.rs` holds: a module
+//! never names one above it; ARCHITECTURE.md is the map):
+//! - [`console`]: the operator's subcommands (`status`, `lessons`, `export`, `report`, …);
+//!   reads and writes through the tools' own transactions.
+//! - [`server`]: the stdio loop (read a line → decode → schedule → answer → write and flush),
+//!   the write executor (group commit), the memory budget, signals; the only writer of stdout.
+//! - [`tools`]: the tool traits, the registry and profiles, the dispatcher `App`, the wire
+//!   types, and one file or folder per tool family.
 //! - [`ops`]: the operations tools and the console share (load, decide, persist); policy
 //!   such as "a lifted lesson is recorded as an `OVERRIDE`" lives here once.
-//! - [`project`]: which project (git remote, repository or folder) the server's rows belong to.
-//! - [`files`]: replacing a file whole (the console's outputs) and resolving a path as `--db` is.
-//! - [`service`]: the `MetaLearningService` facade and the numerics (no I/O, no JSON, no SQL).
-//! - [`store`]: persistence in SQLite (one machine) or PostgreSQL (a team); the only module
-//!   with SQL.
 //! - [`semantic`]: the embedding matcher at run time (model loading, back-fill, the
 //!   related-lessons index); off without a model.
-//! - [`console`]: the operator's console (`status`, `lessons`, `export`, `report`, …), the
-//!   subcommands a person runs; reads and writes through the same transactions as the tools.
-//! - `embedding` (feature `embedding`): local sentence embeddings (BERT on the CPU) and installing the model; reads
-//!   model files, and downloads only for `model install` from the Hugging Face hub (the
-//!   server never downloads).
+//! - `embedding` (feature `embedding`): local sentence embeddings (BERT on the CPU) and
+//!   installing the model; reads model files, and downloads only for `model install`.
+//! - [`store`]: persistence in SQLite (one machine) or PostgreSQL (a team); the only module
+//!   with SQL.
+//! - [`project`]: which project (git remote, repository or folder) the server's rows belong
+//!   to.
+//! - [`files`]: replacing a file whole (the console's outputs) and resolving a path as `--db`
+//!   is.
+//! - [`service`]: the `MetaLearningService` facade and the numerics (no I/O, no JSON, no SQL).
+//! - [`protocol`]: JSON-RPC 2.0 framing and the MCP lifecycle messages.
 
 pub mod console;
 #[cfg(feature = "embedding")]

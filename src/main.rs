@@ -210,7 +210,8 @@ fn yield_to_the_handshake() {
 const OPENER_NICE: libc::c_int = 10;
 
 /// How long the server waits between attempts to reach a PostgreSQL server that could not be
-/// reached at start-up; meanwhile tool calls are answered with the reason.
+/// reached at start-up, 5 s; meanwhile tool calls are answered with the reason. Shorter only
+/// costs connection attempts. Source: commit 6a3bcf9, chosen, not measured.
 const REOPEN_INTERVAL: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Why the store could not be opened.

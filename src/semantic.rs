@@ -24,7 +24,9 @@ use crate::store::{Db, Store, StoreError};
 /// Proposals kept embedded; the cache is emptied when it is full (a check's `prepare` step and
 /// its run need the same text twice within one call).
 const CACHE_ENTRIES: usize = 256;
-/// Lessons embedded per back-fill transaction (the engine's batch size).
+/// Lessons embedded per back-fill transaction: 32 (the engine's batch size; at least 1). Each
+/// batch holds the write transaction while it is stored, not while it is embedded. Source:
+/// `EMBEDDING_THREADS` in `main.rs` (202 ms a batch on one thread).
 const BACKFILL_BATCH: usize = 32;
 /// Vectors read per catch-up query of the related-lessons index.
 const CATCH_UP_ROWS: usize = 4096;

@@ -21,11 +21,12 @@ use serde_json::{Value, json};
 
 /// The server's name in the MCP configuration, as the README's `claude mcp add` names it.
 const SERVER: &str = "meta-utl";
-/// All 16 tools together, in bytes as Claude Code sends them (issue 32).
+/// All 16 tools together, in bytes as Claude Code sends them to its model: 20,000 (issue 32;
+/// commit 81f485a). The README's bytes-per-profile table shows what they take today.
 const ALL_TOOLS_BUDGET: usize = 20_000;
-/// Any one tool.
+/// Any one tool, in bytes as Claude Code sends it: 4,000 (issue 32).
 const TOOL_BUDGET: usize = 4_000;
-/// The agent profile `lessons,epistemic`.
+/// The agent profile `lessons,epistemic`, in bytes as Claude Code sends it: 7,000 (issue 32).
 const AGENT_PROFILE_BUDGET: usize = 7_000;
 /// The `instructions`; Claude Code keeps at most 2 KB of a server's.
 const INSTRUCTIONS_BUDGET: usize = 2_048;

@@ -142,7 +142,9 @@ pub enum Decoded {
 ///
 /// A UTF-8 byte-order mark and a trailing `\r` are ignored. Invalid UTF-8 and invalid JSON give
 /// `-32700`; `[]` gives `-32600`; any element that is not a request object gives `-32600` under
-/// its id when the id is readable.
+/// its id when the id is readable. JSON nested deeper than serde_json's recursion limit (128,
+/// its default, left on) is invalid JSON, `-32700`, not a stack overflow
+/// (`tests/protocol.rs`, `garbage_bytes_crlf_bom_and_deep_nesting_are_answered`).
 pub fn decode_line(line: &[u8]) -> Decoded {
     let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
     let line = line.strip_suffix(b"\r").unwrap_or(line);

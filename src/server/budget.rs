@@ -20,17 +20,23 @@ use std::sync::Arc;
 use parking_lot::{Condvar, Mutex};
 use tokio::sync::Notify;
 
-/// Estimated bytes of requests in flight (read, not yet answered), at most; a single request
-/// may exceed it alone.
+/// Estimated bytes of requests in flight (read, not yet answered), at most: 64 MiB; a single
+/// request may exceed it alone. At least [`MAX_REQUEST_COST`] is useful, so that the largest
+/// request accepted runs beside others. Source: commit 0cf854b (issue 16, item 5), halved from
+/// 128 MiB once strings counted twice: the flood of 24 lines of 16 MiB peaked at 74 MB RSS in
+/// a release build.
 pub const REQUEST_BUDGET: usize = 64 * 1024 * 1024;
 
-/// A line whose estimated cost exceeds this is answered `-32600` without being parsed. The
-/// largest requests the tools take (10,000 calibration observations, two fingerprints of
-/// 13 embeddings) cost under 20 MiB; a 16 MiB line of text costs 32 MiB.
+/// A line whose estimated cost exceeds this, in bytes (64 MiB), is answered `-32600` without
+/// being parsed. The largest requests the tools take (10,000 calibration observations, two
+/// fingerprints of 13 embeddings) cost under 20 MiB; a 16 MiB line of text costs 32 MiB. Keep
+/// it at least twice [`super::MAX_LINE_BYTES`]. Source: issue 16, item 5 (commit 62ccc8b).
 pub const MAX_REQUEST_COST: usize = 64 * 1024 * 1024;
 
 /// Bytes of answers made but not yet written to stdout beyond which no request makes its
-/// answer.
+/// answer: 16 MiB. Any size above the largest single answer keeps answers flowing; smaller
+/// only slows a client that reads late. Source: commit 0cf854b (issue 16, item 10), halved
+/// from 32 MiB with [`REQUEST_BUDGET`] after the flood test.
 pub const ANSWER_BUDGET: usize = 16 * 1024 * 1024;
 
 /// Bytes charged per JSON token separator (see the module documentation).

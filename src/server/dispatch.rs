@@ -170,7 +170,9 @@ fn answer_line(app: &App, decoded: Decoded) -> Option<Vec<u8>> {
 }
 
 /// The answers of one batch reach at most about this many bytes (plus the last answer run,
-/// and a short error for each request left).
+/// and a short error for each request left): 16 MiB, the size of [`super::MAX_LINE_BYTES`].
+/// Source: issue 16, item 11 (commit 62ccc8b): without it a 12 kB batch of `tools/list`
+/// made a 20 MB answer.
 pub const MAX_BATCH_ANSWER_BYTES: usize = 16 * 1024 * 1024;
 
 /// The answer to a batch element left unrun because the batch's answers are too large.

@@ -13,7 +13,9 @@ use crate::tools::App;
 use super::budget::Budget;
 use super::dispatch;
 
-/// Writes queued together are committed together, at most this many.
+/// Writes queued together are committed together, at most this many: 64 (at least 1; 1 turns
+/// group commit off). Source: commit 7ee3faf, where 20,000 pipelined `record_prediction`
+/// calls went from 6.8 s to 1.2–1.7 s; the bound itself was not tuned.
 const MAX_GROUP_COMMIT: usize = 64;
 
 /// The work of one write: run on the executor thread inside the group's transaction, it

@@ -199,9 +199,10 @@ impl fmt::Display for Domain {
     }
 }
 
-/// Lower bound of each λ component.
+/// Lower bound of each λ component: 0.1 (dimensionless, a weight). Must stay in (0, 0.5] with
+/// [`LAMBDA_MAX`] = 1 − it, since λ_s + λ_c = 1. Source: SPEC §3.
 pub const LAMBDA_MIN: f64 = 0.1;
-/// Upper bound of each λ component.
+/// Upper bound of each λ component: 0.9, that is 1 − [`LAMBDA_MIN`]. Source: SPEC §3.
 pub const LAMBDA_MAX: f64 = 0.9;
 
 /// The λ pair (SPEC §3): λ_s weighs surprise (ΔS), λ_c coherence (ΔC); λ_s + λ_c = 1 and each

@@ -120,7 +120,9 @@ pub struct WriteCtx<'a> {
     pub semantic: &'a Semantic,
 }
 
-/// Examples larger than this are kept out of `tools/list` (see [`Tool::to_json`]).
+/// Examples larger than this, in bytes of JSON (2 KiB), are kept out of `tools/list` (see
+/// [`Tool::to_json`]). Source: commit 4bfabb7: `gwt_compute_delta_sc`'s example made its
+/// entry 60 KB of every client's model context; the other examples fit.
 pub const MAX_PUBLISHED_EXAMPLE_BYTES: usize = 2048;
 
 /// The `_meta` key under which `tools/list` publishes a tool's example arguments (see

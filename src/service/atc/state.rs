@@ -21,7 +21,10 @@ use super::thresholds::{THRESHOLD_COUNT, ThetaAccChange, ThresholdName, Threshol
 use crate::service::gp::BoConfig;
 use crate::service::vocab::{Domain, NUM_EMBEDDERS};
 
-/// Observations kept per embedder (the most recently received).
+/// Observations kept per embedder (the most recently received): 10,000, in memory and in the
+/// store, which trims to it. At least 1; memory and a reload grow with it. Source: commit
+/// ededaad; equal to the largest `record_calibration_observations` call (SPEC: 1..10000 per
+/// call).
 pub const WINDOW_CAPACITY: usize = 10_000;
 
 /// Level 4 is due again this long after its last run.

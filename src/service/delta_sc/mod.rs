@@ -63,7 +63,9 @@ pub const K_SURPRISE: usize = 5;
 pub const MAX_NEIGHBOURS: usize = 10;
 /// Next-nearest vertices used as the other cluster of the silhouette.
 pub const MAX_NEXT_NEAREST: usize = 10;
-/// Previous versions of a vertex kept and used (the old fingerprint comes on top).
+/// Previous versions of a vertex kept and used (the old fingerprint comes on top): 10, in
+/// memory and in the store. At least 1. Source: commit 0f9c90a; SPEC §4 utl asks for the
+/// vertex's previous versions as ΔS context without a count.
 pub const MAX_VERSIONS: usize = 10;
 
 /// The vertex family's state cached in memory (the store reloads it when another process

@@ -51,6 +51,10 @@ use super::health::Health;
 
 /// WAL pages after which a commit wakes the checkpoint thread: SQLite's own default for its
 /// automatic checkpoint (1,000 pages, about 4 MiB).
+///
+/// The page bounds only make sense in the order `CHECKPOINT_PAGES` < [`PATIENCE_PAGES`] <
+/// [`RESTART_PAGES`] < [`WAL_BOUND_PAGES`]: a patience at or below this one never waits for
+/// [`QUIET`]. Measurements behind each: docs/PERFORMANCE.md.
 pub const CHECKPOINT_PAGES: u32 = 1_000;
 
 /// WAL pages past which the thread makes sure the WAL restarts from its beginning (8,192

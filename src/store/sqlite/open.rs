@@ -27,6 +27,9 @@ pub const APPLICATION_ID: i32 = i32::from_be_bytes(*b"MUTL");
 /// starts (about 0.1 s warm and 0.7 s from a cold disk at this size, measured on the project
 /// VM). A larger file that needs no schema change is checked in the background instead: reads
 /// are served meanwhile, and writes wait for the check (see [`crate::store::Store::write`]).
+/// Any size works: with 0 every file that needs no schema change is checked in the background,
+/// a larger bound makes start-up wait longer for a big file. Tests set it through
+/// [`crate::store::OpenOptions`].
 pub const INLINE_CHECK_MAX_BYTES: u64 = 64 * 1024 * 1024;
 
 /// Tables that every file of ours has held since schema version 1 (migration 1 creates them).
