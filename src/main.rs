@@ -7,6 +7,7 @@ use std::sync::Arc;
 use clap::{Parser, Subcommand};
 #[cfg(feature = "embedding")]
 use meta_utl_mcp::embedding;
+use meta_utl_mcp::project::Project;
 use meta_utl_mcp::semantic::{self, ModelChoice, Semantic};
 use meta_utl_mcp::store::{DbPath, Store, StoreError};
 use meta_utl_mcp::tools::{App, Profile, ToolFamily};
@@ -54,6 +55,13 @@ struct Cli {
     /// `model install`), else the lexical matcher]
     #[arg(long, env = "META_UTL_EMBEDDING_MODEL", value_name = "DIR|off")]
     embedding_model: Option<String>,
+
+    /// The project whose lessons, directives and beliefs this process reads and writes (an
+    /// empty value means not given). [default: the git remote `origin` of the repository
+    /// around the working directory, normalised (github.com/OWNER/NAME); else the
+    /// repository's root; else the working directory]
+    #[arg(long, env = "META_UTL_PROJECT", value_name = "NAME", global = true)]
+    project: Option<String>,
 
     /// Without a command, serve MCP on stdio (as `serve` does).
     #[command(subcommand)]
@@ -259,6 +267,21 @@ fn open_opened(app: &App, path: &DbPath, store: Store, retention_days: u32) -> R
     })
 }
 
+/// The project named by `--project` / `META_UTL_PROJECT` (empty: not given), else the one
+/// of the working directory ([`Project::detect`]).
+///
+/// # Errors
+/// What is wrong with the name given.
+fn choose_project(named: Option<&str>) -> Result<Project, String> {
+    match named.filter(|n| !n.is_empty()) {
+        Some(name) => Project::named(name),
+        None => {
+            let cwd = std::env::current_dir().unwrap_or_else(|_| std::path::PathBuf::from("."));
+            Ok(Project::detect(&cwd))
+        }
+    }
+}
+
 /// A tool family as `--tools` names it.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 enum FamilyArg {
@@ -321,11 +344,20 @@ fn main() -> ExitCode {
         }
     };
     let cli = Cli::parse();
+    let project = match choose_project(cli.project.as_deref()) {
+        Ok(p) => p,
+        Err(message) => {
+            eprintln!("meta-utl-mcp: --project / META_UTL_PROJECT: {message}");
+            return ExitCode::from(2);
+        }
+    };
     match cli.command {
         Some(Command::Model(ModelCommand::Install { from, to })) => {
             return model_install(from, to);
         }
-        Some(Command::Console(command)) => return console::run(command, cli.db.as_deref()),
+        Some(Command::Console(command)) => {
+            return console::run(command, cli.db.as_deref(), &project);
+        }
         Some(Command::Serve) | None => {}
     }
     let filter = match &cli.log_level {
@@ -406,7 +438,11 @@ fn main() -> ExitCode {
     // and the reason on stderr, as before, but for a PostgreSQL session that cannot be opened:
     // then tool calls are answered with the reason while the thread tries again, until the
     // server ends (`stop`, dropped after serving).
-    let app = with_embedding(App::opening(&path, profile), model);
+    tracing::info!(project = %project.describe(), "project");
+    let app = with_embedding(
+        App::opening(&path, profile).in_project(&project.name),
+        model,
+    );
     let (stop, stopped) = std::sync::mpsc::channel::<()>();
     let opener = {
         let app = app.clone();

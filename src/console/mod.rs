@@ -1,6 +1,8 @@
 //! The operator's console: subcommands of the same binary with which a person sees what the
 //! agents learned, acts on it and moves it (`status`, `lessons`, `directives`, `escalations`,
-//! `export`, `import`, `backup`, `check`, `report`).
+//! `export`, `import`, `backup`, `check`, `report`, `projects`). Each works in one project
+//! (`--project`, else the working directory's; [`crate::project`]), as a server there would;
+//! `projects`, `export`, `import` and `check` see every project.
 //!
 //! Every read goes through [`App::read_with`] and every write through [`App::write_with`], the
 //! transaction the tools run in: the console works while MCP servers use the same database, a
@@ -13,6 +15,7 @@ mod history;
 mod lessons;
 mod maintenance;
 pub mod out;
+pub mod projects;
 pub mod report;
 mod status;
 pub mod transfer;
@@ -23,6 +26,7 @@ use std::process::ExitCode;
 use clap::{Args, Subcommand};
 
 use crate::files::{Existing, FileError};
+use crate::project::Project;
 use crate::store::{DbPath, Store, StoreError};
 use crate::tools::{App, ToolError};
 use out::Out;
@@ -37,6 +41,9 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The projects the database holds rows of, with counts; `projects move` gives one
+    /// project's rows to another.
+    Projects(projects::ProjectsArgs),
     /// List, show, lift or restore lessons (the strategy blacklist).
     #[command(subcommand)]
     Lessons(lessons::LessonsCommand),
@@ -227,8 +234,8 @@ pub fn db_path(db: Option<&str>) -> Result<DbPath, ConsoleError> {
 ///
 /// # Errors
 /// [`ConsoleError::Store`] with the server's own refusal (foreign, damaged, too new, …).
-pub fn open_app(path: &DbPath) -> Result<App, ConsoleError> {
-    let store = Store::open(path)?;
+pub fn open_app(path: &DbPath, project: &Project) -> Result<App, ConsoleError> {
+    let store = Store::open(path)?.with_project(project.name.clone());
     App::new(store).map_err(|e| match e {
         StoreError::Corrupt(reason) => ConsoleError::Store(StoreError::Damaged {
             path: path.display(),
@@ -240,9 +247,9 @@ pub fn open_app(path: &DbPath) -> Result<App, ConsoleError> {
 
 /// Run one console command on the database `db` (`--db`), writing to stdout; errors go to
 /// stderr. Exit status: 0 done, 1 `check` found damage, 2 failure (the message says why).
-pub fn run(cmd: Command, db: Option<&str>) -> ExitCode {
+pub fn run(cmd: Command, db: Option<&str>, project: &Project) -> ExitCode {
     let mut out = Out::standard();
-    let result = db_path(db).and_then(|path| dispatch(cmd, &path, &mut out));
+    let result = db_path(db).and_then(|path| dispatch(cmd, &path, project, &mut out));
     let flushed = out.flush();
     match result.and_then(|code| flushed.map(|()| code)) {
         Ok(code) => code,
@@ -333,13 +340,20 @@ fn database_file(path: &DbPath) -> Option<PathBuf> {
     }
 }
 
-fn dispatch(cmd: Command, path: &DbPath, out: &mut Out) -> Result<ExitCode, ConsoleError> {
+fn dispatch(
+    cmd: Command,
+    path: &DbPath,
+    project: &Project,
+    out: &mut Out,
+) -> Result<ExitCode, ConsoleError> {
+    let open_app = |path: &DbPath| open_app(path, project);
     let ok = |()| ExitCode::SUCCESS;
     if !matches!(cmd, Command::Import { create: true, .. }) {
         require_existing(path)?;
     }
     match cmd {
         Command::Status { json } => status::run(&open_app(path)?, json, out).map(ok),
+        Command::Projects(args) => projects::run(&open_app(path)?, args, out).map(ok),
         Command::Lessons(c) => lessons::run(&open_app(path)?, c, out).map(ok),
         Command::Directives { task, limit, json } => {
             history::run(&open_app(path)?, task.as_deref(), limit, json, out).map(ok)

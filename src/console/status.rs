@@ -24,6 +24,8 @@ pub struct Status {
     /// The schema version of that backend: SQLite's `PRAGMA user_version` (12 today),
     /// PostgreSQL's `meta_utl.schema_version` (1 today).
     pub schema_version: i64,
+    /// The project this console works in, and its rows.
+    pub project: ProjectStatus,
     /// λ_s, the weight of surprise, in [0.1, 0.9].
     pub lambda_s: f64,
     /// λ_c = 1 − λ_s.
@@ -99,6 +101,26 @@ fn advice(s: EscalationStatus) -> String {
     }
 }
 
+/// The console's project in [`Status`].
+#[derive(Debug, Serialize)]
+pub struct ProjectStatus {
+    /// Its name (`(unassigned)` for rows stored before projects).
+    pub name: String,
+    /// Its lessons, active or not.
+    pub lessons: u64,
+    /// Its active lessons.
+    pub active_lessons: u64,
+    /// Its beliefs.
+    pub beliefs: u64,
+    /// Its directive-history entries.
+    pub directives: u64,
+    /// Other projects in the database (`console projects` lists them).
+    pub other_projects: usize,
+    /// Lessons, beliefs and directives stored before projects existed, when this is not that
+    /// project: `projects move` gives them one.
+    pub unassigned_rows: u64,
+}
+
 /// Gather the status.
 ///
 /// # Errors
@@ -106,6 +128,26 @@ fn advice(s: EscalationStatus) -> String {
 pub fn gather(app: &App) -> Result<Status, ConsoleError> {
     Ok(app.read_with(|ctx| {
         let stats: Stats = admin::stats(ctx.db)?;
+        let here = ctx.db.project();
+        let projects = crate::store::projects::list(ctx.db)?;
+        let mine = projects
+            .iter()
+            .find(|p| p.name == here)
+            .cloned()
+            .unwrap_or_default();
+        let unassigned = projects
+            .iter()
+            .find(|p| p.name == crate::project::UNASSIGNED && here != crate::project::UNASSIGNED)
+            .map_or(0, |p| p.lessons + p.beliefs + p.directives);
+        let project = ProjectStatus {
+            name: crate::project::label(here).to_owned(),
+            lessons: mine.lessons,
+            active_lessons: mine.active_lessons,
+            beliefs: mine.beliefs,
+            directives: mine.directives,
+            other_projects: projects.iter().filter(|p| p.name != here).count(),
+            unassigned_rows: unassigned,
+        };
         let m = &ctx.svc.meta;
         let calibration = Domain::ALL
             .into_iter()
@@ -141,6 +183,7 @@ pub fn gather(app: &App) -> Result<Status, ConsoleError> {
             database: path,
             bytes,
             schema_version: stats.schema_version,
+            project,
             lambda_s: m.lambdas.s(),
             lambda_c: m.lambdas.c(),
             lifecycle_stage: m.stage().as_str(),
@@ -190,6 +233,37 @@ pub fn run(app: &App, json: bool, out: &mut Out) -> Result<(), ConsoleError> {
             s.schema_version
         ),
     )?;
+    let p = &s.project;
+    out.field(
+        "Project",
+        &format!(
+            "{}: {} lessons ({} active), {} beliefs, {} directives; {} other project{}",
+            safe(&p.name),
+            p.lessons,
+            p.active_lessons,
+            p.beliefs,
+            p.directives,
+            p.other_projects,
+            if p.other_projects == 1 { "" } else { "s" }
+        ),
+    )?;
+    if p.unassigned_rows > 0 {
+        let warn = out.paint(
+            Paint::Warn,
+            &format!(
+                "{} rows were stored before projects existed and no server sees them",
+                p.unassigned_rows
+            ),
+        );
+        out.field(
+            "Unassigned",
+            &format!(
+                "{warn}: meta-utl-mcp projects move --from {:?} --to {:?}",
+                crate::project::UNASSIGNED_LABEL,
+                safe(&p.name)
+            ),
+        )?;
+    }
     out.field(
         "λ",
         &format!(

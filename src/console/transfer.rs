@@ -39,15 +39,16 @@ use crate::service::lessons::{NewLesson, fold_text};
 use crate::service::meta::{Event, EventType};
 use crate::service::vocab::{Domain, Lambdas};
 use crate::store::directives::{self, Directive, InterventionType};
-use crate::store::{atc as atc_store, beliefs, lessons as lesson_store, meta as meta_store};
+use crate::store::{Db, atc as atc_store, beliefs, lessons as lesson_store, meta as meta_store};
 use crate::tools::App;
 
 /// The `format` value of the header line.
 pub const FORMAT: &str = "meta-utl-mcp-export";
 
 /// The format version this binary writes and the newest it reads. Version 2 added the
-/// [`Trailer`]; a version 1 export has none, so it is read only with `--partial`.
-pub const FORMAT_VERSION: u32 = 2;
+/// [`Trailer`]; a version 1 export has none, so it is read only with `--partial`. Version 3
+/// added each lesson's, directive's and belief's `project`.
+pub const FORMAT_VERSION: u32 = 3;
 
 /// The longest line an import reads, as the server's longest request line.
 pub const MAX_LINE_BYTES: usize = crate::server::MAX_LINE_BYTES;
@@ -103,6 +104,10 @@ pub enum Record {
     },
     /// A lesson with its state.
     Lesson {
+        /// The project it belongs to (`""`: stored before projects existed). Absent in
+        /// exports before format version 3: imported into the importing console's project.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        project: Option<String>,
         /// Lesson id (kept on import).
         id: Uuid,
         /// Task id as given.
@@ -122,6 +127,10 @@ pub enum Record {
     },
     /// A directive-history entry.
     Directive {
+        /// The project it belongs to (`""`: stored before projects existed). Absent in
+        /// exports before format version 3: imported into the importing console's project.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        project: Option<String>,
         /// Entry id (kept on import).
         id: Uuid,
         /// The task, or null for the whole server.
@@ -137,6 +146,10 @@ pub enum Record {
     },
     /// A belief with its history.
     Belief {
+        /// The project it belongs to (`""`: stored before projects existed). Absent in
+        /// exports before format version 3: imported into the importing console's project.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        project: Option<String>,
         /// Belief id (kept when the target is new here).
         id: Uuid,
         /// The target as first given (its folded form is the key).
@@ -236,8 +249,9 @@ pub struct HistoryEvent {
     pub at: DateTime<Utc>,
 }
 
-fn lesson_record(l: &crate::service::lessons::Lesson) -> Record {
+fn lesson_record(project: &str, l: &crate::service::lessons::Lesson) -> Record {
     Record::Lesson {
+        project: Some(project.to_owned()),
         id: l.id,
         task_id: l.task_id.clone(),
         strategy: l.strategy_description.clone(),
@@ -249,8 +263,9 @@ fn lesson_record(l: &crate::service::lessons::Lesson) -> Record {
     }
 }
 
-fn belief_record(b: &Belief) -> Record {
+fn belief_record(project: &str, b: &Belief) -> Record {
     Record::Belief {
+        project: Some(project.to_owned()),
         id: b.id,
         target: b.target.clone(),
         status: b.status.as_str().into(),
@@ -318,22 +333,28 @@ pub fn collect(app: &App) -> Result<(Header, Vec<Record>), ConsoleError> {
             lifecycle_stage: m.stage().as_str().into(),
             escalation_status: m.escalation_status().as_str().into(),
         }];
-        records.extend(
-            lesson_store::list(ctx.db, None, true)?
-                .iter()
-                .map(lesson_record),
-        );
-        let (mut entries, _) = directives::list(ctx.db, None, usize::MAX, 0)?;
-        entries.reverse();
-        records.extend(entries.into_iter().map(|d| Record::Directive {
-            id: d.id,
-            task_id: d.task_id,
-            intervention_type: d.intervention_type.as_str().into(),
-            description: d.description,
-            actor: d.actor,
-            created_at: d.created_at,
-        }));
-        records.extend(beliefs::all(ctx.db)?.iter().map(belief_record));
+        // Every project's rows, each record naming its project.
+        for project in crate::store::projects::list(ctx.db)? {
+            let name = project.name.as_str();
+            let db = ctx.db.scoped(name);
+            records.extend(
+                lesson_store::list(&db, None, true)?
+                    .iter()
+                    .map(|l| lesson_record(name, l)),
+            );
+            let (mut entries, _) = directives::list(&db, None, usize::MAX, 0)?;
+            entries.reverse();
+            records.extend(entries.into_iter().map(|d| Record::Directive {
+                project: Some(name.to_owned()),
+                id: d.id,
+                task_id: d.task_id,
+                intervention_type: d.intervention_type.as_str().into(),
+                description: d.description,
+                actor: d.actor,
+                created_at: d.created_at,
+            }));
+            records.extend(beliefs::all(&db)?.iter().map(|b| belief_record(name, b)));
+        }
         let everything = ObservationFilter::default();
         let mut obs: Vec<&Observation> = ctx.svc.atc.observations(&everything).collect();
         obs.sort_by_key(|o| o.timestamp);
@@ -478,13 +499,31 @@ struct ImportJson<'a> {
 /// The records of an export after validation, ready to store.
 #[derive(Default)]
 struct Parsed {
-    lessons: Vec<(NewLesson, Uuid, bool, DateTime<Utc>)>,
-    directives: Vec<Directive>,
-    beliefs: Vec<Belief>,
+    lessons: Vec<(Scope, (NewLesson, Uuid, bool, DateTime<Utc>))>,
+    directives: Vec<(Scope, Directive)>,
+    beliefs: Vec<(Scope, Belief)>,
     observations: Vec<Observation>,
     events: Vec<Event>,
     /// Secrets replaced in the records' text, as the tools replace them in a call.
     redacted: usize,
+}
+
+/// The project a record names (`None`: an export from before projects, stored in the
+/// importing console's project).
+type Scope = Option<String>;
+
+/// A record's `project`, checked as a project name (`""` is the unassigned project).
+fn scope(project: Option<String>) -> Result<Scope, String> {
+    match project {
+        None => Ok(None),
+        Some(p) if p.is_empty() => Ok(Some(p)),
+        Some(p) if p.trim() != p => Err(format!(
+            "project {p:?} has surrounding spaces; names are stored trimmed"
+        )),
+        Some(p) => crate::project::check_name(&p)
+            .map(Some)
+            .map_err(|e| format!("project: {e}")),
+    }
 }
 
 /// How much of an export was read, and whether it is known to be whole.
@@ -801,6 +840,7 @@ fn add(p: &mut Parsed, r: Record, now: DateTime<Utc>) -> Result<(), String> {
     match r {
         Record::LambdaState { .. } => {}
         Record::Lesson {
+            project,
             id,
             task_id,
             strategy,
@@ -819,9 +859,11 @@ fn add(p: &mut Parsed, r: Record, now: DateTime<Utc>) -> Result<(), String> {
             )
             .map_err(|e| format!("lesson: {e}"))?;
             time("lesson created_at", created_at, now, true)?;
-            p.lessons.push((l, id, is_active, created_at));
+            let project = scope(project).map_err(|e| format!("lesson: {e}"))?;
+            p.lessons.push((project, (l, id, is_active, created_at)));
         }
         Record::Directive {
+            project,
             id,
             task_id,
             intervention_type,
@@ -842,16 +884,21 @@ fn add(p: &mut Parsed, r: Record, now: DateTime<Utc>) -> Result<(), String> {
                 .map_err(|e| format!("directive: {e}"))?;
             text("actor", &actor, MAX_ID_CHARS).map_err(|e| format!("directive: {e}"))?;
             time("directive created_at", created_at, now, true)?;
-            p.directives.push(Directive {
-                id,
-                task_id,
-                intervention_type: kind,
-                description,
-                actor,
-                created_at,
-            });
+            let project = scope(project).map_err(|e| format!("directive: {e}"))?;
+            p.directives.push((
+                project,
+                Directive {
+                    id,
+                    task_id,
+                    intervention_type: kind,
+                    description,
+                    actor,
+                    created_at,
+                },
+            ));
         }
         Record::Belief {
+            project,
             id,
             target,
             status,
@@ -914,7 +961,8 @@ fn add(p: &mut Parsed, r: Record, now: DateTime<Utc>) -> Result<(), String> {
                 history,
             };
             belief_history(&b)?;
-            p.beliefs.push(b);
+            let project = scope(project).map_err(|e| format!("belief: {e}"))?;
+            p.beliefs.push((project, b));
         }
         Record::Observation {
             timestamp,
@@ -1020,9 +1068,9 @@ const CHUNK: usize = 500;
 
 /// One unit of an import's work, stored inside one transaction.
 enum Item<'a> {
-    Lesson(&'a (NewLesson, Uuid, bool, DateTime<Utc>)),
-    Directive(&'a Directive),
-    Belief(&'a Belief),
+    Lesson(&'a (Scope, (NewLesson, Uuid, bool, DateTime<Utc>))),
+    Directive(&'a (Scope, Directive)),
+    Belief(&'a (Scope, Belief)),
     Observations(&'a [Observation]),
     Events(&'a [Event]),
 }
@@ -1043,22 +1091,28 @@ fn store_item(
     item: &Item<'_>,
     r: &mut ImportReport,
 ) -> Result<(), crate::tools::ToolError> {
+    // A record without a project goes to the importing console's (the app's store's).
+    let here = ctx.db.project();
+    let db = ctx.db;
+    fn in_project<'a>(db: &Db<'a>, here: &'a str, p: &'a Scope) -> Db<'a> {
+        db.scoped(p.as_deref().unwrap_or(here))
+    }
     match item {
-        Item::Lesson((l, id, active, created)) => {
-            match lesson_store::import(ctx.db, l, *id, *active, *created)? {
+        Item::Lesson((p, (l, id, active, created))) => {
+            match lesson_store::import(&in_project(db, here, p), l, *id, *active, *created)? {
                 lesson_store::Import::Added => r.lessons_added += 1,
                 lesson_store::Import::Skipped => r.lessons_skipped += 1,
             }
         }
-        Item::Directive(d) => {
-            if directives::import(ctx.db, d)? {
+        Item::Directive((p, d)) => {
+            if directives::import(&in_project(db, here, p), d)? {
                 r.directives_added += 1;
             } else {
                 r.directives_skipped += 1;
             }
         }
-        Item::Belief(b) => {
-            let m = beliefs::merge(ctx.db, b)?;
+        Item::Belief((p, b)) => {
+            let m = beliefs::merge(&in_project(db, here, p), b)?;
             if m.created {
                 r.beliefs_created += 1;
             } else {

@@ -8,3 +8,4 @@
 
 pub mod lessons;
 pub mod meta;
+pub mod projects;

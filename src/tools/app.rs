@@ -57,6 +57,8 @@ pub struct App {
     /// Signalled when the store opens or an attempt fails.
     open_changed: parking_lot::Condvar,
     db_path: String,
+    /// The project the store is confined to ([`crate::project`]).
+    project: String,
     profile: Profile,
     session: mcp::Session,
     /// The encoded `tools/list` result of each protocol era, built on first use: it is the
@@ -87,7 +89,7 @@ impl App {
     /// # Errors
     /// [`StoreError`] when the initial load fails.
     pub fn with_profile(store: Store, profile: Profile) -> Result<App, StoreError> {
-        let app = App::opening(store.path(), profile);
+        let app = App::opening(store.path(), profile).in_project(store.project());
         app.opened(store)?;
         Ok(app)
     }
@@ -101,11 +103,20 @@ impl App {
             unavailable: parking_lot::Mutex::new(None),
             open_changed: parking_lot::Condvar::new(),
             db_path: path.display(),
+            project: crate::project::UNASSIGNED.to_owned(),
             profile,
             session: mcp::Session::default(),
             tools_list: Default::default(),
             semantic: Semantic::off(),
         }
+    }
+
+    /// This app confined to `project`: the store [`App::opened`] supplies reads and writes
+    /// only that project's lessons, directives and beliefs. Default:
+    /// [`crate::project::UNASSIGNED`].
+    pub fn in_project(mut self, project: &str) -> App {
+        self.project = project.to_owned();
+        self
     }
 
     /// Supply the opened store (the one at the path given to [`App::opening`]) and load the
@@ -118,6 +129,7 @@ impl App {
     /// When the app has a store already: each app is opened once, by whoever made it with
     /// [`App::opening`] (a second store is a bug in the caller, not damage in the file).
     pub fn opened(&self, store: Store) -> Result<(), StoreError> {
+        let store = store.with_project(self.project.clone());
         let mut svc = MetaLearningService::new();
         store.read(|db| store::sync(db, &mut svc))?;
         let second = self
@@ -235,7 +247,11 @@ impl App {
             out.push(' ');
             out.push_str(f.guidance());
         }
-        out.push_str(&format!(" Data is stored in {}.", self.db_path));
+        out.push_str(&format!(
+            " Data is stored in {}, project {}.",
+            self.db_path,
+            crate::project::label(&self.project)
+        ));
         out
     }
 
