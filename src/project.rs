@@ -216,13 +216,19 @@ fn origin_in_config(config: &str) -> Option<String> {
 pub fn normalise_remote(url: &str) -> Option<String> {
     let url = url.trim();
     let (host, path) = if let Some((_, rest)) = url.split_once("://") {
-        let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
-        let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-        let host = match host.rsplit_once(':') {
-            Some((h, port)) if port.chars().all(|c| c.is_ascii_digit()) => h,
-            _ => host,
-        };
-        (host, path)
+        match rest.split_once('/') {
+            // `file:///srv/git/shop.git`: no host, an absolute path.
+            Some(("", _)) => ("", rest),
+            Some((authority, path)) => {
+                let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+                let host = match host.rsplit_once(':') {
+                    Some((h, port)) if port.chars().all(|c| c.is_ascii_digit()) => h,
+                    _ => host,
+                };
+                (host, path)
+            }
+            None => (rest, ""),
+        }
     } else if let Some((before, path)) = url.split_once(':').filter(|(b, _)| {
         // scp-like syntax: no slash before the first colon (git's rule), not a Windows drive.
         !b.contains('/') && b.len() > 1

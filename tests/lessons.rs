@@ -787,6 +787,21 @@ fn a_database_written_before_task_ids_were_folded_migrates() {
         &db,
     )
     .unwrap();
+    // Its rows predate projects: the operator gives them the server's project first.
+    let moved = common::run_with(
+        &db,
+        &[
+            "projects",
+            "move",
+            "--from",
+            "(unassigned)",
+            "--to",
+            common::TEST_PROJECT,
+        ],
+        b"",
+        |_| {},
+    );
+    assert!(moved.status.success(), "{moved:?}");
     let mut s = Server::start_at(&db, &[]);
     // TASK-42 and task-42 had the same strategy: the older lesson is kept.
     let r = check(
@@ -834,8 +849,8 @@ fn a_database_written_before_task_ids_were_folded_migrates() {
     assert_eq!(entries[0]["actor"], "meta-utl-mcp");
     let h = s.tool_ok("list_directive_history", json!({}));
     assert_eq!(
-        h["total_count"], 6,
-        "4 entries written before and 2 merges: {h}"
+        h["total_count"], 7,
+        "4 entries written before, 2 merges and the move into the project: {h}"
     );
     // Other tasks are untouched.
     let r = check(

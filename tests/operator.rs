@@ -21,6 +21,7 @@ fn console_in(
 ) -> Output {
     let mut cmd = Command::new(bin());
     cmd.current_dir(cwd)
+        .env("META_UTL_PROJECT", common::TEST_PROJECT)
         .arg("--db")
         .arg(db.as_ref())
         .args(args)
@@ -447,15 +448,15 @@ fn unique_prefixes_lift_and_restore(backend: Backend) {
     // One schema vocabulary: the backend is named with its own version.
     let status = json_of(&db, &["status", "--json"]);
     let (name, version) = match backend {
-        Backend::Sqlite => ("sqlite", 13),
-        Backend::Postgres => ("postgresql", 2),
+        Backend::Sqlite => ("sqlite", 16),
+        Backend::Postgres => ("postgresql", 3),
     };
     assert_eq!(status["backend"], name);
     assert_eq!(status["schema_version"], version);
     let text = ok(&db, &["status"]);
     let shown = match backend {
-        Backend::Sqlite => "SQLite schema version 13",
-        Backend::Postgres => "PostgreSQL schema version 2",
+        Backend::Sqlite => "SQLite schema version 16",
+        Backend::Postgres => "PostgreSQL schema version 3",
     };
     assert!(text.contains(shown), "{text}");
 }

@@ -263,6 +263,7 @@ fn related_lessons_are_ranked_by_meaning() {
 fn run(args: &[&str], env: &[(&str, &Path)]) -> (i32, String) {
     let mut cmd = Command::new(bin());
     cmd.args(args)
+        .env("META_UTL_PROJECT", common::TEST_PROJECT)
         .env_remove("META_UTL_DB")
         .env_remove(MODEL_ENV)
         .env("RUST_LOG", "warn")
@@ -331,4 +332,48 @@ fn without_a_model_the_lexical_matcher_decides_after_one_warning_line() {
     assert_eq!(r["blacklisted"], true, "{r}");
     let (_, _, stderr) = s.finish();
     assert!(!stderr.contains("WARN"), "{stderr}");
+}
+
+#[test]
+fn a_new_task_id_finds_a_rephrased_lesson_of_another_task_by_meaning() {
+    let Some(model) = real_model("a_new_task_id_finds_a_rephrased_lesson") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = start_with_model(&dir.path().join("state.db"), &model);
+    let lesson = log(
+        &mut s,
+        "notifier-goroutine-leak",
+        "Parse the HTML with regular expressions",
+    );
+    log(
+        &mut s,
+        "other-task",
+        "Increase the HTTP client timeout to 30 seconds",
+    );
+    // A task id the project has not used: the matching lesson of another task is shown, by
+    // the embedding matcher, advisory.
+    let r = check(
+        &mut s,
+        "memory grows in notifier service",
+        "I tried using a regex to parse the html page",
+    );
+    assert_eq!(r["blacklisted"], false, "{r}");
+    assert_eq!(r["matcher"]["kind"], "embedding", "{r}");
+    assert_eq!(
+        r["other_task_lesson"]["lesson"]["id"],
+        lesson.as_str(),
+        "{r}"
+    );
+    assert_eq!(
+        r["other_task_lesson"]["lesson"]["task_id"],
+        "notifier-goroutine-leak"
+    );
+    // A strategy no lesson holds: nothing is claimed.
+    let r = check(
+        &mut s,
+        "memory grows in notifier service",
+        "Cancel each request's goroutine through its context",
+    );
+    assert!(r.get("other_task_lesson").is_none(), "{r}");
 }

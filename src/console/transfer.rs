@@ -499,7 +499,7 @@ struct ImportJson<'a> {
 /// The records of an export after validation, ready to store.
 #[derive(Default)]
 struct Parsed {
-    lessons: Vec<(Scope, (NewLesson, Uuid, bool, DateTime<Utc>))>,
+    lessons: Vec<(Scope, ImportedLesson)>,
     directives: Vec<(Scope, Directive)>,
     beliefs: Vec<(Scope, Belief)>,
     observations: Vec<Observation>,
@@ -507,6 +507,9 @@ struct Parsed {
     /// Secrets replaced in the records' text, as the tools replace them in a call.
     redacted: usize,
 }
+
+/// A lesson record as imported: the lesson, its id, whether it is active, when it was logged.
+type ImportedLesson = (NewLesson, Uuid, bool, DateTime<Utc>);
 
 /// The project a record names (`None`: an export from before projects, stored in the
 /// importing console's project).
@@ -1068,7 +1071,7 @@ const CHUNK: usize = 500;
 
 /// One unit of an import's work, stored inside one transaction.
 enum Item<'a> {
-    Lesson(&'a (Scope, (NewLesson, Uuid, bool, DateTime<Utc>))),
+    Lesson(&'a (Scope, ImportedLesson)),
     Directive(&'a (Scope, Directive)),
     Belief(&'a (Scope, Belief)),
     Observations(&'a [Observation]),

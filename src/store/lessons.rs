@@ -101,6 +101,19 @@ pub fn active_strategies(db: &Db<'_>, key: &TaskKey) -> Result<Vec<ActiveStrateg
     }
 }
 
+/// The task keys of this project's active lessons, in no set order (a distinct scan of index
+/// `lessons_active_by_key`): what a check of a new task id looks through for a task of the
+/// same words ([`TaskKey::words`]).
+///
+/// # Errors
+/// [`StoreError`] on SQL failure.
+pub fn active_task_keys(db: &Db<'_>) -> Result<Vec<TaskKey>, StoreError> {
+    match db.backend() {
+        Backend::Sqlite(conn) => sqlite::lessons::active_task_keys(conn, db.project()),
+        Backend::Postgres(pg) => pg::lessons::active_task_keys(pg, db.project()),
+    }
+}
+
 /// The lesson with this row key (from [`active_strategies`]).
 ///
 /// # Errors

@@ -139,12 +139,18 @@ pub fn bin() -> &'static str {
 /// The binary under test with the lexical matcher pinned (`META_UTL_EMBEDDING_MODEL=off`): CI
 /// exports a model folder for the semantic tests, and a developer may have one installed in the
 /// default folder; a test that wants the model passes `--embedding-model DIR`, which wins over
-/// the environment. Every server a test starts is built from this.
+/// the environment. Every server a test starts is built from this. The project is pinned too
+/// ([`TEST_PROJECT`]), so that servers and consoles started from different folders share
+/// their rows; the tests of projects remove it and choose the folder.
 pub fn command() -> Command {
     let mut cmd = Command::new(bin());
     cmd.env("META_UTL_EMBEDDING_MODEL", "off");
+    cmd.env("META_UTL_PROJECT", TEST_PROJECT);
     cmd
 }
+
+/// The project every process [`command`] starts works in.
+pub const TEST_PROJECT: &str = "example.com/tests/meta-utl-mcp";
 
 /// The environment variable naming the real model folder for the tests that need the
 /// weights (the server reads it too; `scripts/fetch_model.sh` makes the folder).
@@ -310,18 +316,28 @@ impl Server {
 
     /// A server on the given database (a file path or a `postgres://` URL) with extra flags.
     pub fn start_at(db: &(impl AsRef<OsStr> + ?Sized), extra: &[&str]) -> Server {
+        Server::start_with(db, extra, |_| {})
+    }
+
+    /// [`Server::start_at`], with the command adjusted by `adjust` before it starts (its
+    /// working directory, an environment variable).
+    pub fn start_with(
+        db: &(impl AsRef<OsStr> + ?Sized),
+        extra: &[&str],
+        adjust: impl FnOnce(&mut Command),
+    ) -> Server {
         let db = db.as_ref();
-        let mut child = command()
-            .arg("--db")
+        let mut cmd = command();
+        cmd.arg("--db")
             .arg(db)
             .args(extra)
             .env_remove("META_UTL_DB")
             .env("RUST_LOG", "warn")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn meta-utl-mcp");
+            .stderr(Stdio::piped());
+        adjust(&mut cmd);
+        let mut child = cmd.spawn().expect("spawn meta-utl-mcp");
         let stdout = child.stdout.take().expect("stdout");
         let mut stderr = child.stderr.take().expect("stderr");
         let (tx, rx) = channel();

@@ -166,6 +166,20 @@ pub fn active_strategies(
         .collect()
 }
 
+/// PostgreSQL twin of [`crate::store::lessons::active_task_keys`].
+///
+/// # Errors
+/// As [`insert`].
+pub fn active_task_keys(pg: &Pg, project: &str) -> Result<Vec<TaskKey>, StoreError> {
+    let rows = pg.query(
+        "SELECT DISTINCT task_key FROM lessons WHERE project = $1 AND is_active",
+        &[&project],
+    )?;
+    rows.iter()
+        .map(|r| Ok(TaskKey::from_stored(super::get(r, 0)?)))
+        .collect()
+}
+
 /// PostgreSQL twin of [`crate::store::lessons::get_by_seq`].
 ///
 /// # Errors

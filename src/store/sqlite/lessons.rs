@@ -331,6 +331,18 @@ pub(crate) fn active_strategies(
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
+/// [`crate::store::lessons::active_task_keys`] on SQLite.
+pub(crate) fn active_task_keys(
+    conn: &Connection,
+    project: &str,
+) -> Result<Vec<TaskKey>, StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT DISTINCT task_key FROM lessons WHERE project = ?1 AND is_active = 1",
+    )?;
+    let rows = stmt.query_map([project], |r| r.get::<_, String>(0))?;
+    rows.map(|r| Ok(TaskKey::from_stored(r?))).collect()
+}
+
 /// [`crate::store::lessons::get_by_seq`] on SQLite.
 pub(crate) fn get_by_seq(
     conn: &Connection,

@@ -12,9 +12,11 @@ use crate::semantic::{Model, Semantic};
 use crate::service::lessons::matching::{
     Candidate, Decision, Variant, decide_classified, decide_lexical,
 };
+use crate::service::lessons::text::word_tokens;
 use crate::service::lessons::vectors::cosine_score;
 use crate::service::lessons::{
-    MAX_ID_CHARS, MAX_STRATEGY_CHARS, MatchType, RELATED_LESSONS, TaskKey, proposal, query_terms,
+    Lesson, MAX_ID_CHARS, MAX_STRATEGY_CHARS, MatchType, RELATED_LESSONS, TaskKey, proposal,
+    query_terms,
 };
 use crate::store::StoreError;
 use crate::store::lesson_vectors;
@@ -86,6 +88,12 @@ pub struct Checked {
     /// there are none.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub near_misses: Vec<NearMissOut>,
+    /// When this task has no lesson yet in this project: a lesson of another task of the
+    /// project whose strategy matches yours (often the same task under another name). Not a
+    /// blacklisting; read its rca_summary and task_id before you start.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "OtherTask")]
+    pub other_task_lesson: Option<OtherTask>,
     /// With `include_related`: lessons of other tasks, most relevant first. Advisory only.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Vec<Related>")]
@@ -150,6 +158,21 @@ pub struct NearMissOut {
     pub explanation: String,
 }
 
+/// A lesson of another task of the project that matches the strategy.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct OtherTask {
+    /// The lesson (its task_id is the task it was learned on).
+    pub lesson: LessonOut,
+    /// How the strategy matched the lesson's (as `match_type` above).
+    #[schemars(with = "OneOf<MatchType>")]
+    pub match_type: OneOf<MatchType>,
+    /// How sure the match is, 0 to 1 (as `score` above).
+    #[schemars(range(min = 0, max = 1))]
+    pub score: f64,
+    /// Always true: a lesson of another task does not blacklist anything.
+    pub advisory: Flag<true>,
+}
+
 /// A lesson of another task close to the strategy.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct Related {
@@ -210,7 +233,19 @@ impl ReadTool for CheckStrategyBlacklist {
         };
         let key = TaskKey::of(input.task_id.as_str());
         // Only the task's active strategies are read; whole lessons only for the answer.
-        let candidates = lesson_store::active_strategies(ctx.db, &key)?;
+        let mut candidates = lesson_store::active_strategies(ctx.db, &key)?;
+        // A task id this project has not used: the lessons of a task with the same words
+        // (`fix-login-redirect` for "Fix login redirect") are its own (tests/task_identity.rs).
+        let new_task =
+            candidates.is_empty() && lesson_store::list(ctx.db, Some(&key), true)?.is_empty();
+        if new_task {
+            let words = key.words();
+            for other in lesson_store::active_task_keys(ctx.db)? {
+                if other != key && !words.is_empty() && other.words() == words {
+                    candidates.extend(lesson_store::active_strategies(ctx.db, &other)?);
+                }
+            }
+        }
         let tokens = candidates
             .iter()
             .map(ActiveStrategy::tokens)
@@ -247,6 +282,10 @@ impl ReadTool for CheckStrategyBlacklist {
         };
         let mut out = verdict(&decision, lesson)?;
         out.matcher = matcher;
+        if new_task && !out.blacklisted {
+            out.other_task_lesson =
+                other_task_lesson(ctx, &proposal, &input.strategy.0, &key, &semantic)?;
+        }
         if input.include_related == Some(true) {
             out.related_lessons = Some(match &semantic {
                 Some((model, query, _)) => related_by_vector(ctx, model, query, &key)?,
@@ -305,6 +344,85 @@ fn embedding_scores(
         })
         .collect();
     Ok(Some((model, query, scores)))
+}
+
+/// At most this many lessons of the project's other tasks, the nearest to the proposal, are
+/// matched against it when its task is new ([`other_task_lesson`]).
+pub const OTHER_TASK_CANDIDATES: usize = 8;
+
+/// For a task the project has no lesson of: the lesson of another task of the project that
+/// the blacklist's matcher says the proposal repeats, among the [`OTHER_TASK_CANDIDATES`]
+/// nearest active lessons (by vector with a model, else by full-text terms). Advisory: task ids
+/// the matcher calls alike name the same task with a precision of only 0.69-0.70 on the
+/// labelled task-id pairs (`tests/task_identity.rs`), too low to block an untried strategy.
+fn other_task_lesson(
+    ctx: &ReadCtx<'_>,
+    proposal: &str,
+    strategy: &str,
+    key: &TaskKey,
+    semantic: &Scored,
+) -> Result<Option<OtherTask>, ToolError> {
+    let lessons: Vec<(Lesson, f64)> = match semantic {
+        Some((model, query, _)) => {
+            let nearest = ctx.semantic.nearest(
+                ctx.db,
+                model,
+                query,
+                key.as_str(),
+                OTHER_TASK_CANDIDATES * RELATED_OVERFETCH,
+            )?;
+            let mut out = Vec::new();
+            for (seq, _) in nearest {
+                let (Some(lesson), Some(v)) = (
+                    lesson_store::get_by_seq(ctx.db, seq)?,
+                    lesson_vectors::vector(ctx.db, seq, model.id())?,
+                ) else {
+                    continue;
+                };
+                if lesson.is_active {
+                    out.push((lesson, cosine_score(query, &v)));
+                }
+                if out.len() == OTHER_TASK_CANDIDATES {
+                    break;
+                }
+            }
+            out
+        }
+        None => {
+            let terms = query_terms(strategy, MAX_QUERY_TERMS);
+            lesson_store::related(ctx.db, key, &terms, OTHER_TASK_CANDIDATES)?
+        }
+    };
+    let tokens: Vec<Vec<&str>> = lessons
+        .iter()
+        .map(|(l, _)| word_tokens(&l.normalised_strategy))
+        .collect();
+    let decision = match semantic {
+        Some(_) => {
+            let candidates = lessons
+                .iter()
+                .zip(tokens)
+                .map(|((l, score), tokens)| Candidate {
+                    normalised: &l.normalised_strategy,
+                    tokens,
+                    score: *score,
+                });
+            decide_classified(proposal, candidates, Variant::Model)
+        }
+        None => decide_lexical(
+            proposal,
+            lessons
+                .iter()
+                .map(|(l, _)| l.normalised_strategy.as_str())
+                .zip(tokens),
+        ),
+    };
+    Ok(decision.blocked.map(|(i, matched)| OtherTask {
+        lesson: (&lessons[i].0).into(),
+        match_type: OneOf(matched.match_type),
+        score: matched.score,
+        advisory: Flag,
+    }))
 }
 
 /// Other tasks' active lessons nearest to the proposal's vector, most similar first, at most
