@@ -196,6 +196,7 @@ fn on_terminal(db: &Path, args: &[&str], cols: u16) -> Vec<String> {
         .env_remove("COLUMNS")
         .env("NO_COLOR", "1")
         .env("TERM", "dumb")
+        .env("META_UTL_PROJECT", common::TEST_PROJECT)
         .stdin(Stdio::null())
         .output()
         .expect("run script(1)");

@@ -232,20 +232,7 @@ impl ReadTool for CheckStrategyBlacklist {
             return Ok(Reply::done(Checked::default()));
         };
         let key = TaskKey::of(input.task_id.as_str());
-        // Only the task's active strategies are read; whole lessons only for the answer.
-        let mut candidates = lesson_store::active_strategies(ctx.db, &key)?;
-        // A task id this project has not used: the lessons of a task with the same words
-        // (`fix-login-redirect` for "Fix login redirect") are its own (tests/task_identity.rs).
-        let new_task =
-            candidates.is_empty() && lesson_store::list(ctx.db, Some(&key), true)?.is_empty();
-        if new_task {
-            let words = key.words();
-            for other in lesson_store::active_task_keys(ctx.db)? {
-                if other != key && !words.is_empty() && other.words() == words {
-                    candidates.extend(lesson_store::active_strategies(ctx.db, &other)?);
-                }
-            }
-        }
+        let (candidates, new_task) = task_candidates(ctx, &key)?;
         let tokens = candidates
             .iter()
             .map(ActiveStrategy::tokens)
@@ -294,6 +281,28 @@ impl ReadTool for CheckStrategyBlacklist {
         }
         Ok(Reply::done(out))
     }
+}
+
+/// The active strategies a check compares with (only strategies are read; whole lessons only
+/// for the answer), and whether the project has never used the task id. For a new task id,
+/// the lessons of a task with the same words (`fix-login-redirect` for "Fix login redirect")
+/// are its own: such ids name the same task with precision 1.00 (`tests/task_identity.rs`).
+fn task_candidates(
+    ctx: &ReadCtx<'_>,
+    key: &TaskKey,
+) -> Result<(Vec<ActiveStrategy>, bool), ToolError> {
+    let mut candidates = lesson_store::active_strategies(ctx.db, key)?;
+    let new_task =
+        candidates.is_empty() && lesson_store::list(ctx.db, Some(key), true)?.is_empty();
+    if new_task {
+        let words = key.words();
+        for other in lesson_store::active_task_keys(ctx.db)? {
+            if &other != key && !words.is_empty() && other.words() == words {
+                candidates.extend(lesson_store::active_strategies(ctx.db, &other)?);
+            }
+        }
+    }
+    Ok((candidates, new_task))
 }
 
 /// The proposal's vector and its cosine score against each candidate, when a model is loaded.
