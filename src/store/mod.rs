@@ -18,6 +18,7 @@
 
 pub mod admin;
 pub mod atc;
+pub mod attempts;
 pub mod beliefs;
 pub mod directives;
 pub mod lesson_vectors;

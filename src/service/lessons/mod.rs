@@ -17,6 +17,7 @@ pub mod features;
 pub mod guard;
 pub mod lexical;
 pub mod matching;
+pub mod recall;
 pub mod similarity;
 pub mod text;
 pub mod vectors;

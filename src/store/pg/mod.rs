@@ -23,6 +23,7 @@
 
 pub mod admin;
 pub mod atc;
+pub mod attempts;
 pub mod beliefs;
 pub mod directives;
 pub mod lesson_vectors;
@@ -72,6 +73,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("schema.sql"),
     include_str!("request_keys.sql"),
     include_str!("projects.sql"),
+    include_str!("attempts.sql"),
 ];
 
 /// The PostgreSQL schema version this binary writes.

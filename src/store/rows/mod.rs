@@ -4,6 +4,7 @@
 
 pub(crate) mod admin;
 pub(crate) mod atc;
+pub(crate) mod attempts;
 pub(crate) mod beliefs;
 pub(crate) mod directives;
 pub(crate) mod lesson_vectors;

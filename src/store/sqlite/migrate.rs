@@ -5,7 +5,9 @@
 use rusqlite::Connection;
 
 use super::super::{APPLICATION_ID, family_key};
-use super::{atc, beliefs, directives, lesson_vectors, lessons, meta, request_keys, vertices};
+use super::{
+    atc, attempts, beliefs, directives, lesson_vectors, lessons, meta, request_keys, vertices,
+};
 use crate::service::Family;
 
 /// Schema migrations in order: entry `i` moves the schema from `user_version = i` to `i + 1`.
@@ -40,6 +42,7 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     Migration::sql(lessons::MIGRATION_PROJECT),
     Migration::sql(beliefs::MIGRATION_PROJECT),
     Migration::sql(directives::MIGRATION_PROJECT),
+    Migration::sql(attempts::MIGRATION),
 ];
 
 /// One schema step: SQL, then optionally a data step in Rust (for conversions SQL cannot

@@ -13,6 +13,7 @@ use rusqlite::Connection;
 
 pub(crate) mod admin;
 pub(crate) mod atc;
+pub(crate) mod attempts;
 pub(crate) mod beliefs;
 pub(crate) mod checkpoint;
 mod companions;

@@ -292,8 +292,7 @@ fn task_candidates(
     key: &TaskKey,
 ) -> Result<(Vec<ActiveStrategy>, bool), ToolError> {
     let mut candidates = lesson_store::active_strategies(ctx.db, key)?;
-    let new_task =
-        candidates.is_empty() && lesson_store::list(ctx.db, Some(key), true)?.is_empty();
+    let new_task = candidates.is_empty() && lesson_store::list(ctx.db, Some(key), true)?.is_empty();
     if new_task {
         let words = key.words();
         for other in lesson_store::active_task_keys(ctx.db)? {

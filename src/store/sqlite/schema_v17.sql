@@ -1,5 +1,5 @@
--- The schema of a new database at user_version 16, one statement per object, as SQLite stores it
--- after migrations 1-16 (store/sqlite/create.rs; the unit test there proves it). Never edit: a change
+-- The schema of a new database at user_version 17, one statement per object, as SQLite stores it
+-- after migrations 1-17 (store/sqlite/create.rs; the unit test there proves it). Never edit: a change
 -- to the schema is a new migration, which new files run after this.
 CREATE TABLE meta_state (
     id                  INTEGER PRIMARY KEY CHECK (id = 1),
@@ -210,3 +210,18 @@ CREATE INDEX beliefs_status ON beliefs (project, status);
 CREATE INDEX belief_events_belief ON belief_events (belief_seq, seq);
 CREATE INDEX directive_history_task_key ON directive_history (project, task_key, created_us);
 CREATE INDEX directive_history_project ON directive_history (project, created_us);
+CREATE TABLE attempts (
+    seq          INTEGER PRIMARY KEY,
+    id           TEXT    NOT NULL UNIQUE,
+    project      TEXT    NOT NULL,
+    session_id   TEXT    NOT NULL,
+    tool         TEXT    NOT NULL,
+    subject      TEXT    NOT NULL,
+    exit_status  INTEGER,
+    error_head   TEXT    NOT NULL,
+    created_us   INTEGER NOT NULL,
+    lesson_id    TEXT,
+    reminded_us  INTEGER
+) STRICT;
+CREATE INDEX attempts_open ON attempts (project, lesson_id, created_us);
+CREATE INDEX attempts_session ON attempts (project, session_id);
