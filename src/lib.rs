@@ -2,6 +2,8 @@
 //!
 //! Modules from the top floor down (the layer order `tests/architecture.rs` holds: a module
 //! never names one above it; ARCHITECTURE.md is the map):
+//! - [`hooks`]: the Claude Code plugin's hooks (`meta-utl-mcp hook EVENT`): recall at the
+//!   moment of action and failed attempts recorded.
 //! - [`console`]: the operator's subcommands (`status`, `lessons`, `export`, `report`, …);
 //!   reads and writes through the tools' own transactions.
 //! - [`server`]: the stdio loop (read a line → decode → schedule → answer → write and flush),
@@ -27,6 +29,7 @@ pub mod console;
 #[cfg(feature = "embedding")]
 pub mod embedding;
 pub mod files;
+pub mod hooks;
 pub mod ops;
 pub mod project;
 pub mod protocol;

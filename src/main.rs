@@ -74,6 +74,13 @@ enum Command {
     Serve,
     #[command(flatten)]
     Console(console::Command),
+    /// A Claude Code hook (the plugin's hooks/hooks.json runs these): read the hook's JSON on
+    /// stdin, answer on stdout from the project's memory. Exit 0, or 1 with a line on stderr.
+    Hook {
+        /// Which hook.
+        #[arg(value_enum)]
+        event: meta_utl_mcp::hooks::Event,
+    },
     /// Manage the sentence-embedding model (needs a build with the `embedding` feature).
     #[command(subcommand)]
     Model(ModelCommand),
@@ -357,6 +364,9 @@ fn main() -> ExitCode {
         }
         Some(Command::Console(command)) => {
             return console::run(command, cli.db.as_deref(), &project);
+        }
+        Some(Command::Hook { event }) => {
+            return meta_utl_mcp::hooks::run(event, cli.db.as_deref(), cli.project.as_deref());
         }
         Some(Command::Serve) | None => {}
     }

@@ -266,6 +266,7 @@ const FLOORS: &[(&str, u8)] = &[
     ("tools", 6),
     ("server", 7),
     ("console", 8),
+    ("hooks", 8),
     ("main", 9),
 ];
 

@@ -320,9 +320,10 @@ fn show(app: &App, id: Uuid, json: bool, out: &mut Out) -> Result<(), ConsoleErr
             .into_iter()
             .filter(|d| d.description.contains(&id))
             .collect();
-        Ok(Some((l, named)))
+        let tried = crate::store::attempts::of_lesson(ctx.db, l.id)?;
+        Ok(Some((l, named, tried)))
     })?;
-    let Some((l, entries)) = found else {
+    let Some((l, entries, tried)) = found else {
         return Err(ConsoleError::Usage(format!("no lesson {id}")));
     };
     if json {
@@ -330,8 +331,8 @@ fn show(app: &App, id: Uuid, json: bool, out: &mut Out) -> Result<(), ConsoleErr
             .iter()
             .map(super::history::DirectiveJson::from)
             .collect();
-        return out
-            .json(&serde_json::json!({"lesson": LessonJson::from(&l), "directives": history}));
+        return out.json(&serde_json::json!({"lesson": LessonJson::from(&l),
+                                            "directives": history, "attempts": tried}));
     }
     out.field("Lesson", &l.id.to_string())?;
     out.field("Task", &safe(&l.task_id))?;
@@ -348,6 +349,32 @@ fn show(app: &App, id: Uuid, json: bool, out: &mut Out) -> Result<(), ConsoleErr
         "Logged",
         &format!("{} by {}", when(l.created_at), safe(&l.source_agent)),
     )?;
+    if tried.is_empty() {
+        out.field("Attempts", "none recorded before it")?;
+    } else {
+        out.field(
+            "Attempts",
+            "failed calls the plugin recorded before it was logged",
+        )?;
+        let mut t = out.table(&["when", "tool", "exit", "what", "error"]);
+        for a in &tried {
+            t.add_row(vec![
+                when(a.created_at),
+                safe(&a.tool).into_owned(),
+                a.exit_status.map_or("—".into(), |s| s.to_string()),
+                safe(&a.subject).into_owned(),
+                safe(
+                    a.error_head
+                        .lines()
+                        .nth(1)
+                        .or(a.error_head.lines().next())
+                        .unwrap_or(""),
+                )
+                .into_owned(),
+            ]);
+        }
+        out.print_table(&t)?;
+    }
     if entries.is_empty() {
         return out.field("Directives", "none name this lesson");
     }

@@ -9,6 +9,11 @@ use super::{Backend, pg, sqlite};
 pub use crate::store::rows::attempts::{Attempt, MAX_ERROR_CHARS, MAX_SUBJECT_CHARS};
 use crate::store::{Db, StoreError};
 
+/// A lesson claims the unclaimed attempts of its project recorded this many hours before it
+/// ([`link_recent`]): long enough for a debugging session, short enough that yesterday's
+/// failures of another task stay unclaimed.
+pub const LINK_WINDOW_HOURS: i64 = 2;
+
 /// Store `a` in this project. Call inside a write transaction.
 ///
 /// # Errors

@@ -1,6 +1,7 @@
 //! `log_lesson_learned`: record that a strategy failed on a task, after its root-cause analysis,
 //! so that the blacklist check refuses it from then on.
 
+use crate::store::attempts;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -136,6 +137,9 @@ impl WriteTool for LogLessonLearned {
         match lesson_store::insert(ctx.db, &lesson, Uuid::new_v4(), &terms, ctx.now)? {
             Inserted::New(l) => {
                 store_vector(ctx, l.id, &input.strategy_description.0)?;
+                // The plugin's recorded failures of the hours before are this lesson's evidence.
+                let since = ctx.now - chrono::Duration::hours(attempts::LINK_WINDOW_HOURS);
+                attempts::link_recent(ctx.db, l.id, since)?;
                 Ok(Reply::done(Logged {
                     success: Flag,
                     lesson_id: WireUuid(l.id),
