@@ -212,8 +212,22 @@ fn the_plugin_recalls_a_projects_lessons_at_the_moment_of_action() {
     assert_eq!(tried[0]["exit_status"], 3);
     assert!(tried[0]["subject"].as_str().unwrap().contains("exit 3"));
 
-    // Session 2 (shop): the digest and the related prompt bring the lesson; the Bash command
-    // that carries it out brings it again before it runs.
+    // An unrelated lesson of shop, logged by a server there.
+    const OTHER: &str = "Render the settings page on the server to fix the dark mode flicker";
+    let mut server = common::Server::start_with(&w.db, &[], |c| {
+        c.current_dir(&w.shop).env_remove("META_UTL_PROJECT");
+    });
+    server.tool_ok(
+        "log_lesson_learned",
+        json!({"task_id": "dark mode flicker", "strategy_description": OTHER,
+               "rca_summary": "The flicker comes from the theme script loading late",
+               "failure_type": "LOGIC_ERROR", "source_agent": "claude"}),
+    );
+    drop(server);
+
+    // Session 2 (shop): the digest and the related prompt bring the lesson (and only the
+    // related one with the prompt); the Bash command that carries it out brings it again
+    // before it runs.
     let model = ScriptedModel::steps(vec![Reply::tool(
         "Bash",
         json!({"command": "npm install lodash@4.17.15", "description": "pin"}),
@@ -235,6 +249,11 @@ fn the_plugin_recalls_a_projects_lessons_at_the_moment_of_action() {
         recall.contains(STRATEGY) && recall.contains(RCA),
         "{recall}"
     );
+    assert!(!recall.contains(OTHER), "{recall}");
+    assert!(
+        digest.contains(OTHER),
+        "the digest holds every active lesson that fits"
+    );
     let before = hook_said(&run, "PreToolUse").join("\n");
     assert!(
         before.contains("carries out an approach that already failed"),
@@ -250,7 +269,7 @@ fn the_plugin_recalls_a_projects_lessons_at_the_moment_of_action() {
     let run = w.session(
         &model,
         &w.shop,
-        "Add a dark mode toggle to the settings page",
+        "Update the copyright year in the footer",
         &w.db,
         &[],
     );
