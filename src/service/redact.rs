@@ -35,25 +35,25 @@ const RULES: &[Rule] = &[
     // gitleaks `github-pat`, `github-oauth`, `github-app-token`, `github-refresh-token`.
     Rule {
         kind: "github-token",
-        pattern: r"\b(?:ghp|gho|ghu|ghs|ghr)_[0-9A-Za-z]{36}\b",
+        pattern: r"(?-u:\b)(?:ghp|gho|ghu|ghs|ghr)_[0-9A-Za-z]{36}(?-u:\b)",
         group: 0,
     },
     // gitleaks `github-fine-grained-pat`.
     Rule {
         kind: "github-token",
-        pattern: r"\bgithub_pat_\w{82}\b",
+        pattern: r"(?-u:\b)github_pat_[0-9A-Za-z_]{82}(?-u:\b)",
         group: 0,
     },
     // gitleaks `gitlab-pat` (and the same shape of pipeline, deploy and runner tokens).
     Rule {
         kind: "gitlab-token",
-        pattern: r"\bgl(?:pat|ptt|dt|rt)-[0-9A-Za-z_-]{20,}",
+        pattern: r"(?-u:\b)gl(?:pat|ptt|dt|rt)-[0-9A-Za-z_-]{20,}",
         group: 0,
     },
     // gitleaks `slack-bot-token`, `slack-user-token`, `slack-app-token`, legacy tokens.
     Rule {
         kind: "slack-token",
-        pattern: r"\bxox[abposre]-[0-9A-Za-z-]{10,}",
+        pattern: r"(?-u:\b)xox[abposre]-[0-9A-Za-z-]{10,}",
         group: 0,
     },
     // gitleaks `slack-webhook-url`.
@@ -65,52 +65,52 @@ const RULES: &[Rule] = &[
     // gitleaks `stripe-access-token`.
     Rule {
         kind: "stripe-key",
-        pattern: r"\b(?:sk|rk)_(?:live|test|prod)_[0-9A-Za-z]{10,99}\b",
+        pattern: r"(?-u:\b)(?:sk|rk)_(?:live|test|prod)_[0-9A-Za-z]{10,99}(?-u:\b)",
         group: 0,
     },
     // gitleaks `anthropic-api-key`, `anthropic-admin-api-key`.
     Rule {
         kind: "anthropic-key",
-        pattern: r"\bsk-ant-(?:api03|admin01)-[A-Za-z0-9_-]{20,}",
+        pattern: r"(?-u:\b)sk-ant-(?:api03|admin01)-[A-Za-z0-9_-]{20,}",
         group: 0,
     },
     // gitleaks `openai-api-key`: the `T3BlbkFJ` marker of older keys, and the project,
     // service-account and admin keys.
     Rule {
         kind: "openai-key",
-        pattern: r"\bsk-(?:(?:proj|svcacct|admin)-[A-Za-z0-9_-]{20,}|[A-Za-z0-9_-]{20,}T3BlbkFJ[A-Za-z0-9_-]{20,})",
+        pattern: r"(?-u:\b)sk-(?:(?:proj|svcacct|admin)-[A-Za-z0-9_-]{20,}|[A-Za-z0-9_-]{20,}T3BlbkFJ[A-Za-z0-9_-]{20,})",
         group: 0,
     },
     // gitleaks `aws-access-token`.
     Rule {
         kind: "aws-access-key-id",
-        pattern: r"\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA)[A-Z2-7]{16}\b",
+        pattern: r"(?-u:\b)(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA)[A-Z2-7]{16}(?-u:\b)",
         group: 0,
     },
     // An AWS secret access key: 40 base64 characters assigned to a name that says AWS and
     // secret (gitleaks' generic rule keyed on `aws`).
     Rule {
         kind: "aws-secret-key",
-        pattern: r#"(?i)aws[\w.-]{0,20}?secret[\w.-]{0,20}["']?\s*(?:=|:|=>)\s*["']?([A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+]|\z)"#,
+        pattern: r#"(?i)aws[[0-9A-Za-z_].-]{0,20}?secret[[0-9A-Za-z_].-]{0,20}["']?\s*(?:=|:|=>)\s*["']?([A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+]|\z)"#,
         group: 1,
     },
     // gitleaks `jwt`.
     Rule {
         kind: "jwt",
-        pattern: r"\beyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}",
+        pattern: r"(?-u:\b)eyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}",
         group: 0,
     },
     // An opaque bearer token in an `Authorization` header (gitleaks' `generic-api-key` keyed on
     // `bearer`).
     Rule {
         kind: "bearer-token",
-        pattern: r"(?i)\bbearer\s+([A-Za-z0-9._~+/-]{20,}=*)",
+        pattern: r"(?i)(?-u:\b)bearer\s+([A-Za-z0-9._~+/-]{20,}=*)",
         group: 1,
     },
     // A password in a URL: `scheme://user:PASSWORD@host`.
     Rule {
         kind: "url-password",
-        pattern: r"\b[a-zA-Z][a-zA-Z0-9+.-]{1,20}://[^\s:/@]{1,100}:([^\s/@]{1,200})@",
+        pattern: r"(?-u:\b)[a-zA-Z][a-zA-Z0-9+.-]{1,20}://[^\s:/@]{1,100}:([^\s/@]{1,200})@",
         group: 1,
     },
     // gitleaks `generic-api-key`, narrowed to assignments: a name ending in one of the words
@@ -118,7 +118,7 @@ const RULES: &[Rule] = &[
     // `${…}`, `<…>`, `***`, or an earlier marker).
     Rule {
         kind: "secret-assignment",
-        pattern: r#"(?i)\b[\w.-]{0,40}?(?:password|passwd|pwd|passphrase|secret|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key|client[_-]?secret|auth)["']?\s*(?:=|:=|:|=>)\s*["']?([^\s"'$<*\[,;`)}{]{4,})"#,
+        pattern: r#"(?i)(?-u:\b)[[0-9A-Za-z_].-]{0,40}?(?:password|passwd|pwd|passphrase|secret|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key|client[_-]?secret|auth)["']?\s*(?:=|:=|:|=>)\s*["']?([^\s"'$<*\[,;`)}{]{4,})"#,
         group: 1,
     },
 ];
