@@ -315,12 +315,7 @@ pub fn related(
         ],
     )?;
     rows.iter()
-        .map(|r| {
-            Ok((
-                lesson_from_raw(RawLesson::read(r)?)?,
-                super::get(r, 9)?,
-            ))
-        })
+        .map(|r| Ok((lesson_from_raw(RawLesson::read(r)?)?, super::get(r, 9)?)))
         .collect()
 }
 

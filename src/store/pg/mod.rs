@@ -234,9 +234,6 @@ tuple_columns!(A 0, B 1, C 2);
 tuple_columns!(A 0, B 1, C 2, D 3);
 tuple_columns!(A 0, B 1, C 2, D 3, E 4);
 tuple_columns!(A 0, B 1, C 2, D 3, E 4, F 5);
-tuple_columns!(A 0, B 1, C 2, D 3, E 4, F 5, G 6);
-tuple_columns!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
-tuple_columns!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8);
 
 /// `row` read whole as the tuple `T` (the small unnamed rows: ATC tables, accuracy windows…);
 /// the named `Raw*` shapes of `rows/` read themselves through [`super::rows::StoredRow`].

@@ -3,12 +3,12 @@
 
 use std::collections::VecDeque;
 
+use super::StoredRow;
 use crate::service::atc::bandit::ThompsonBandit;
 use crate::service::atc::drift::DriftTracker;
 use crate::service::atc::state::{AtcState, Observation, WINDOW_CAPACITY};
 use crate::service::atc::thresholds::{THRESHOLD_COUNT, ThresholdName, ThresholdSet};
 use crate::service::vocab::{Domain, NUM_EMBEDDERS};
-use super::StoredRow;
 use crate::store::{StoreError, count as stored_count, from_us, in_range, to_us};
 
 pub(crate) fn corrupt(what: impl std::fmt::Display) -> StoreError {

@@ -3,8 +3,8 @@
 
 use uuid::Uuid;
 
-use crate::service::epistemic::{ActionType, Belief, BeliefEvent, BeliefStatus, UncertaintyType};
 use super::StoredRow;
+use crate::service::epistemic::{ActionType, Belief, BeliefEvent, BeliefStatus, UncertaintyType};
 use crate::store::{StoreError, from_us, in_range};
 
 pub(crate) fn corrupt(what: &str, e: impl std::fmt::Display) -> StoreError {

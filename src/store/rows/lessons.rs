@@ -4,8 +4,8 @@
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use crate::service::lessons::{FailureType, Lesson, NewLesson, word_spans};
 use super::StoredRow;
+use crate::service::lessons::{FailureType, Lesson, NewLesson, word_spans};
 use crate::store::{StoreError, from_us};
 
 /// The stored `strategy_spans` of a normalised strategy: `(start, end)` byte offsets of its
