@@ -236,7 +236,7 @@ tuple_columns!(A 0, B 1, C 2, D 3, E 4);
 tuple_columns!(A 0, B 1, C 2, D 3, E 4, F 5);
 
 /// `row` read whole as the tuple `T` (the small unnamed rows: ATC tables, accuracy windows…);
-/// the named `Raw*` shapes of `rows/` read themselves through [`super::rows::StoredRow`].
+/// the named `Raw*` shapes of `rows/` read themselves through `rows::StoredRow`.
 ///
 /// # Errors
 /// [`StoreError::Corrupt`] when a column does not convert.
