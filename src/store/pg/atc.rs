@@ -7,7 +7,7 @@ use crate::service::atc::thresholds::ThresholdName;
 use crate::service::vocab::NUM_EMBEDDERS;
 use crate::store::rows::atc::{
     LOAD_ARMS, LOAD_DOMAINS, LOAD_GAP_DRIFT, LOAD_OBSERVATIONS, LOAD_TEMPERATURES,
-    LOAD_THRESHOLD_DRIFT, LOAD_THRESHOLDS, LoadedRows, SavedRows, state_from_rows,
+    LOAD_THRESHOLD_DRIFT, LOAD_THRESHOLDS, LoadedRows, RawObservation, SavedRows, state_from_rows,
 };
 use crate::store::{StoreError, to_us};
 
@@ -138,6 +138,10 @@ pub fn load(pg: &Pg) -> Result<AtcState, StoreError> {
         domains: all(pg, LOAD_DOMAINS)?,
         threshold_drift: all(pg, LOAD_THRESHOLD_DRIFT)?,
         gap_drift: all(pg, LOAD_GAP_DRIFT)?,
-        observations: all(pg, LOAD_OBSERVATIONS)?,
+        observations: pg
+            .query(LOAD_OBSERVATIONS, &[])?
+            .iter()
+            .map(RawObservation::read)
+            .collect::<Result<_, _>>()?,
     })
 }

@@ -1,6 +1,6 @@
 //! PostgreSQL twin of `store/beliefs.rs`.
 
-use super::{Pg, columns, get};
+use super::{Pg, get};
 use crate::service::epistemic::{
     Belief, BeliefEvent, BeliefStatus, UncertaintyType, WorkspaceSummary, binary_entropy,
 };
@@ -24,19 +24,7 @@ pub fn find(pg: &Pg, project: &str, normalised_target: &str) -> Result<Option<Be
     else {
         return Ok(None);
     };
-    let raw = RawBelief {
-        seq: get(&r, 0)?,
-        id: get(&r, 1)?,
-        normalised_target: get(&r, 2)?,
-        target: get(&r, 3)?,
-        status: get(&r, 4)?,
-        confidence: get(&r, 5)?,
-        rationale: get(&r, 6)?,
-        uncertainty_type: get(&r, 7)?,
-        source_nodes: get(&r, 8)?,
-        created_us: get(&r, 9)?,
-        updated_us: get(&r, 10)?,
-    };
+    let raw = RawBelief::read(&r)?;
     let rows = pg.query(
         "SELECT action, input_confidence, status_before, status_after, confidence_before,
                 confidence_after, rationale, at_us
@@ -45,7 +33,7 @@ pub fn find(pg: &Pg, project: &str, normalised_target: &str) -> Result<Option<Be
     )?;
     let history = rows
         .iter()
-        .map(|r| event_from_raw(columns::<RawEvent>(r)?))
+        .map(|r| event_from_raw(RawEvent::read(r)?))
         .collect::<Result<_, _>>()?;
     belief_from_raw(raw, history).map(Some)
 }

@@ -42,7 +42,7 @@ fn quote(term: &str) -> String {
 }
 
 fn lesson(row: Option<Row>) -> Result<Option<Lesson>, StoreError> {
-    row.map(|r| lesson_from_raw(super::columns::<RawLesson>(&r)?))
+    row.map(|r| lesson_from_raw(RawLesson::read(&r)?))
         .transpose()
 }
 
@@ -232,7 +232,7 @@ pub fn list(
         &[&key.map(TaskKey::as_str), &include_inactive, &project],
     )?;
     rows.iter()
-        .map(|r| lesson_from_raw(super::columns::<RawLesson>(r)?))
+        .map(|r| lesson_from_raw(RawLesson::read(r)?))
         .collect()
 }
 
@@ -315,12 +315,7 @@ pub fn related(
         ],
     )?;
     rows.iter()
-        .map(|r| {
-            Ok((
-                lesson_from_raw(super::columns::<RawLesson>(r)?)?,
-                super::get(r, 9)?,
-            ))
-        })
+        .map(|r| Ok((lesson_from_raw(RawLesson::read(r)?)?, super::get(r, 9)?)))
         .collect()
 }
 

@@ -16,14 +16,6 @@ use crate::store::rows::meta::{
 };
 use crate::store::{StoreError, to_us};
 
-/// A small stored integer (an embedder index) as `u8`.
-fn small(what: &str, v: Option<i64>) -> Result<Option<u8>, StoreError> {
-    v.map(|v| {
-        u8::try_from(v).map_err(|_| StoreError::Corrupt(format!("{what} {v} is out of range")))
-    })
-    .transpose()
-}
-
 /// [`crate::store::meta::load`] on PostgreSQL.
 ///
 /// # Errors
@@ -38,7 +30,7 @@ pub fn load(pg: &Pg) -> Result<MetaState, StoreError> {
     let Some(r) = row else {
         return Ok(MetaState::default());
     };
-    let scalar: RawState = columns(&r)?;
+    let scalar = RawState::read(&r)?;
     let windows = pg
         .query(r#"SELECT "window", vals FROM meta_windows"#, &[])?
         .iter()
@@ -133,21 +125,6 @@ pub fn import_events(pg: &Pg, events: &[Event]) -> Result<usize, StoreError> {
     Ok(fresh.len())
 }
 
-fn raw_event(r: &postgres::Row) -> Result<RawEvent, StoreError> {
-    Ok((
-        get(r, 0)?,
-        get(r, 1)?,
-        get(r, 2)?,
-        small("stored embedder index", get(r, 3)?)?,
-        get(r, 4)?,
-        get(r, 5)?,
-        get(r, 6)?,
-        get(r, 7)?,
-        get(r, 8)?,
-        get(r, 9)?,
-    ))
-}
-
 /// [`crate::store::meta::query_events`] on PostgreSQL: only the filters in use appear in the
 /// SQL, so the planner picks the matching index.
 ///
@@ -208,7 +185,7 @@ pub fn query_events(pg: &Pg, q: &EventQuery) -> Result<(Vec<Event>, usize), Stor
     )?;
     let events = rows
         .iter()
-        .map(|r| event_from_raw(raw_event(r)?))
+        .map(|r| event_from_raw(RawEvent::read(r)?))
         .collect::<Result<Vec<_>, _>>()?;
     Ok((events, total as usize))
 }
@@ -301,19 +278,7 @@ pub fn replay_window(pg: &Pg, domain: Option<Domain>) -> Result<Vec<Prediction>,
     )?;
     let mut out = rows
         .iter()
-        .map(|r| {
-            let raw: RawPrediction = (
-                get(r, 0)?,
-                small("stored embedder index", get(r, 1)?)?,
-                get(r, 2)?,
-                get(r, 3)?,
-                get(r, 4)?,
-                get(r, 5)?,
-                get(r, 6)?,
-                get(r, 7)?,
-            );
-            prediction_from_raw(raw)
-        })
+        .map(|r| prediction_from_raw(RawPrediction::read(r)?))
         .collect::<Result<Vec<_>, _>>()?;
     out.reverse();
     Ok(out)
@@ -353,7 +318,7 @@ pub fn close_prediction(
          FROM open_predictions WHERE id = $1",
         &[&id.to_string()],
     )?;
-    let raw: Option<RawOpen> = row.as_ref().map(columns).transpose()?;
+    let raw = row.as_ref().map(RawOpen::read).transpose()?;
     let open = match closable(id, raw, now)? {
         Ok(open) => open,
         Err(e) => return Ok(Err(e)),

@@ -236,17 +236,50 @@ tuple_columns!(A 0, B 1, C 2);
 tuple_columns!(A 0, B 1, C 2, D 3);
 tuple_columns!(A 0, B 1, C 2, D 3, E 4);
 tuple_columns!(A 0, B 1, C 2, D 3, E 4, F 5);
-tuple_columns!(A 0, B 1, C 2, D 3, E 4, F 5, G 6);
-tuple_columns!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
-tuple_columns!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8);
 
-/// `row` read whole as the tuple `T`: the twins decode rows into the same tuples as the SQLite
-/// functions (`RawLesson`, `RawEvent`, …) and hand them to the shared decoders.
+/// `row` read whole as the tuple `T` (the small unnamed rows: ATC tables, accuracy windows…);
+/// the named `Raw*` shapes of `rows/` read themselves through `rows::StoredRow`.
 ///
 /// # Errors
 /// [`StoreError::Corrupt`] when a column does not convert.
 pub fn columns<T: Columns>(row: &Row) -> Result<T, StoreError> {
     T::read(row)
+}
+
+/// The named row shapes of `rows/` read from PostgreSQL rows: each column with [`get`], so a
+/// value that does not convert is [`StoreError::Corrupt`] naming the column; a small integer
+/// is read as `BIGINT` and one outside 0–255 is [`StoreError::Corrupt`] naming `what`.
+impl super::rows::StoredRow for Row {
+    type Error = StoreError;
+    fn int(&self, i: usize) -> Result<i64, StoreError> {
+        get(self, i)
+    }
+    fn opt_int(&self, i: usize) -> Result<Option<i64>, StoreError> {
+        get(self, i)
+    }
+    fn real(&self, i: usize) -> Result<f64, StoreError> {
+        get(self, i)
+    }
+    fn opt_real(&self, i: usize) -> Result<Option<f64>, StoreError> {
+        get(self, i)
+    }
+    fn text(&self, i: usize) -> Result<String, StoreError> {
+        get(self, i)
+    }
+    fn opt_text(&self, i: usize) -> Result<Option<String>, StoreError> {
+        get(self, i)
+    }
+    fn flag(&self, i: usize) -> Result<bool, StoreError> {
+        get(self, i)
+    }
+    fn opt_small(&self, i: usize, what: &str) -> Result<Option<u8>, StoreError> {
+        get::<Option<i64>>(self, i)?
+            .map(|v| {
+                u8::try_from(v)
+                    .map_err(|_| StoreError::Corrupt(format!("{what} {v} is out of range")))
+            })
+            .transpose()
+    }
 }
 
 /// How long a write whose `COMMIT` lost its answer keeps trying to learn the outcome

@@ -3,6 +3,7 @@
 
 use std::collections::VecDeque;
 
+use super::StoredRow;
 use crate::service::atc::bandit::ThompsonBandit;
 use crate::service::atc::drift::DriftTracker;
 use crate::service::atc::state::{AtcState, Observation, WINDOW_CAPACITY};
@@ -113,9 +114,42 @@ pub(crate) const LOAD_OBSERVATIONS: &str =
     "SELECT ts_us, embedder_id, confidence, correct, domain, threshold_name, threshold_used
      FROM atc_observations ORDER BY seq";
 
-/// An `atc_observations` row as read: time, embedder, confidence, correct, domain, threshold
-/// name, threshold used.
-pub(crate) type RawObservation = (i64, i64, f64, bool, String, Option<String>, Option<f64>);
+/// An `atc_observations` row as read by [`LOAD_OBSERVATIONS`] (columns in field order; read
+/// with [`RawObservation::read`], checked by [`state_from_rows`]).
+pub(crate) struct RawObservation {
+    /// When the outcome was observed: microseconds since the Unix epoch, UTC.
+    pub(crate) ts_us: i64,
+    /// Embedder id, `1..=13` (anything else is corrupt).
+    pub(crate) embedder_id: i64,
+    /// The reported (uncalibrated) confidence, in [0, 1].
+    pub(crate) confidence: f64,
+    /// Whether the prediction turned out correct.
+    pub(crate) correct: bool,
+    /// The domain's stored name (see `Domain::parse`).
+    pub(crate) domain: String,
+    /// The stored name of the threshold applied, if any (see `ThresholdName::parse`).
+    pub(crate) threshold_name: Option<String>,
+    /// The threshold value applied, if any, in [0, 1].
+    pub(crate) threshold_used: Option<f64>,
+}
+
+impl RawObservation {
+    /// The observation row `r`, in [`LOAD_OBSERVATIONS`] column order.
+    ///
+    /// # Errors
+    /// The backend's error for a column that does not convert.
+    pub(crate) fn read<R: StoredRow>(r: &R) -> Result<Self, R::Error> {
+        Ok(RawObservation {
+            ts_us: r.int(0)?,
+            embedder_id: r.int(1)?,
+            confidence: r.real(2)?,
+            correct: r.flag(3)?,
+            domain: r.text(4)?,
+            threshold_name: r.opt_text(5)?,
+            threshold_used: r.opt_real(6)?,
+        })
+    }
+}
 
 /// The ATC tables as read by [`load`] (each field the rows of one `LOAD_*` query).
 pub(crate) struct LoadedRows {
@@ -193,15 +227,16 @@ pub(crate) fn state_from_rows(rows: LoadedRows) -> Result<AtcState, StoreError> 
     }
 
     s.windows = vec![VecDeque::new(); NUM_EMBEDDERS];
-    for (ts, e, confidence, correct, domain, name, used) in rows.observations {
+    for raw in rows.observations {
+        let e = raw.embedder_id;
         let o = Observation {
-            timestamp: from_us(ts)?,
+            timestamp: from_us(raw.ts_us)?,
             embedder_id: u8::try_from(e).map_err(|_| corrupt(format!("embedder {e}")))?,
-            confidence,
-            correct,
-            domain: parse_domain(&domain)?,
-            threshold_name: name.as_deref().map(parse_name).transpose()?,
-            threshold_used: used,
+            confidence: raw.confidence,
+            correct: raw.correct,
+            domain: parse_domain(&raw.domain)?,
+            threshold_name: raw.threshold_name.as_deref().map(parse_name).transpose()?,
+            threshold_used: raw.threshold_used,
         };
         let w = s
             .windows

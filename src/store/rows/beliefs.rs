@@ -3,6 +3,7 @@
 
 use uuid::Uuid;
 
+use super::StoredRow;
 use crate::service::epistemic::{ActionType, Belief, BeliefEvent, BeliefStatus, UncertaintyType};
 use crate::store::{StoreError, from_us, in_range};
 
@@ -18,33 +19,96 @@ pub(crate) fn status(s: &str) -> Result<BeliefStatus, StoreError> {
     BeliefStatus::parse(s).map_err(|e| corrupt("belief status", e))
 }
 
-/// A belief row as stored (both backends decode it with [`belief_from_raw`]).
+/// A `beliefs` row as stored, its columns selected in field order (both backends read it with
+/// [`RawBelief::read`] and decode it with [`belief_from_raw`]).
 pub(crate) struct RawBelief {
+    /// Row key, which its history events refer to.
     pub(crate) seq: i64,
+    /// The belief's UUID, hyphenated text.
     pub(crate) id: String,
+    /// The target normalised: unique per project.
     pub(crate) normalised_target: String,
+    /// The target as given.
     pub(crate) target: String,
+    /// The status's stored name (see `BeliefStatus::parse`).
     pub(crate) status: String,
+    /// Confidence, in [0, 1].
     pub(crate) confidence: f64,
+    /// Rationale of the latest action that changed the belief.
     pub(crate) rationale: String,
+    /// The uncertainty type's stored name, if any (see `UncertaintyType::parse`).
     pub(crate) uncertainty_type: Option<String>,
+    /// Source node UUIDs, hyphenated and joined by `,` (see [`sources_text`]); empty for none.
     pub(crate) source_nodes: String,
+    /// When it was created: microseconds since the Unix epoch, UTC.
     pub(crate) created_us: i64,
+    /// When it last changed: microseconds since the Unix epoch, UTC.
     pub(crate) updated_us: i64,
 }
 
-/// A history event row as stored: action, input confidence, status before and after,
-/// confidence before and after, rationale, time (µs). Decoded by [`event_from_raw`].
-pub(crate) type RawEvent = (
-    String,
-    f64,
-    Option<String>,
-    String,
-    Option<f64>,
-    f64,
-    String,
-    i64,
-);
+impl RawBelief {
+    /// The belief row `r`, in field order (`seq, id, normalised_target, target, status,
+    /// confidence, rationale, uncertainty_type, source_nodes, created_us, updated_us`).
+    ///
+    /// # Errors
+    /// The backend's error for a column that does not convert.
+    pub(crate) fn read<R: StoredRow>(r: &R) -> Result<Self, R::Error> {
+        Ok(RawBelief {
+            seq: r.int(0)?,
+            id: r.text(1)?,
+            normalised_target: r.text(2)?,
+            target: r.text(3)?,
+            status: r.text(4)?,
+            confidence: r.real(5)?,
+            rationale: r.text(6)?,
+            uncertainty_type: r.opt_text(7)?,
+            source_nodes: r.text(8)?,
+            created_us: r.int(9)?,
+            updated_us: r.int(10)?,
+        })
+    }
+}
+
+/// A `belief_events` row as stored, its columns selected in field order (`action,
+/// input_confidence, status_before, status_after, confidence_before, confidence_after,
+/// rationale, at_us`); read with [`RawEvent::read`], decoded by [`event_from_raw`].
+pub(crate) struct RawEvent {
+    /// The action's stored name (see `ActionType::parse`).
+    pub(crate) action: String,
+    /// The confidence given with the request, in [0, 1] (not checked on reading).
+    pub(crate) input_confidence: f64,
+    /// The status's stored name before the action; NULL when the action created the belief.
+    pub(crate) status_before: Option<String>,
+    /// The status's stored name after the action.
+    pub(crate) status_after: String,
+    /// The confidence before the action, in [0, 1]; NULL when the action created the belief.
+    pub(crate) confidence_before: Option<f64>,
+    /// The confidence after the action, in [0, 1].
+    pub(crate) confidence_after: f64,
+    /// The request's rationale.
+    pub(crate) rationale: String,
+    /// When: microseconds since the Unix epoch, UTC.
+    pub(crate) at_us: i64,
+}
+
+impl RawEvent {
+    /// The history event row `r`, in the column order above.
+    ///
+    /// # Errors
+    /// The backend's error for a column that does not convert.
+    pub(crate) fn read<R: StoredRow>(r: &R) -> Result<Self, R::Error> {
+        Ok(RawEvent {
+            action: r.text(0)?,
+            input_confidence: r.real(1)?,
+            status_before: r.opt_text(2)?,
+            status_after: r.text(3)?,
+            confidence_before: r.opt_real(4)?,
+            confidence_after: r.real(5)?,
+            rationale: r.text(6)?,
+            at_us: r.int(7)?,
+        })
+    }
+}
 
 /// The history event of a stored row.
 ///
@@ -52,18 +116,18 @@ pub(crate) type RawEvent = (
 /// [`StoreError::Corrupt`] for an unknown action or status, a confidence outside [0, 1], or
 /// a time outside chrono's range.
 pub(crate) fn event_from_raw(raw: RawEvent) -> Result<BeliefEvent, StoreError> {
-    let (action, input, before, after, c_before, c_after, rationale, at) = raw;
     Ok(BeliefEvent {
-        action: ActionType::parse(&action).map_err(|e| corrupt("belief action", e))?,
-        input_confidence: input,
-        status_before: before.as_deref().map(status).transpose()?,
-        status_after: status(&after)?,
-        confidence_before: c_before
+        action: ActionType::parse(&raw.action).map_err(|e| corrupt("belief action", e))?,
+        input_confidence: raw.input_confidence,
+        status_before: raw.status_before.as_deref().map(status).transpose()?,
+        status_after: status(&raw.status_after)?,
+        confidence_before: raw
+            .confidence_before
             .map(|c| in_range("belief confidence", c, 0.0, 1.0))
             .transpose()?,
-        confidence_after: in_range("belief confidence", c_after, 0.0, 1.0)?,
-        rationale,
-        at: from_us(at)?,
+        confidence_after: in_range("belief confidence", raw.confidence_after, 0.0, 1.0)?,
+        rationale: raw.rationale,
+        at: from_us(raw.at_us)?,
     })
 }
 

@@ -4,6 +4,7 @@
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
+use super::StoredRow;
 use crate::service::lessons::{FailureType, Lesson, NewLesson, word_spans};
 use crate::store::{StoreError, from_us};
 
@@ -41,19 +42,50 @@ pub fn tokens_from_spans<'a>(
         .collect()
 }
 
-/// A lesson row as stored, in [`COLUMNS`] order (both backends decode it with
+/// A lesson row as stored, its columns in the order `id, task_id, strategy_description,
+/// normalised_strategy, rca_summary, failure_type, source_agent, is_active, created_us` (both
+/// backends select them so, read them with [`RawLesson::read`] and decode them with
 /// [`lesson_from_raw`]).
-pub(crate) type RawLesson = (
-    String,
-    String,
-    String,
-    String,
-    String,
-    String,
-    String,
-    bool,
-    i64,
-);
+pub(crate) struct RawLesson {
+    /// The lesson's UUID, hyphenated text.
+    pub(crate) id: String,
+    /// The task it was learned on (1–256 characters, as given).
+    pub(crate) task_id: String,
+    /// The failed strategy, as given (at most 4,096 characters).
+    pub(crate) strategy_description: String,
+    /// `normalise_strategy` of the strategy (never empty): unique per task key.
+    pub(crate) normalised_strategy: String,
+    /// The root-cause summary.
+    pub(crate) rca_summary: String,
+    /// The failure type's stored name (see `FailureType::parse`).
+    pub(crate) failure_type: String,
+    /// The agent that reported it.
+    pub(crate) source_agent: String,
+    /// Whether it still blacklists (a deactivated lesson is kept, inactive).
+    pub(crate) is_active: bool,
+    /// When it was stored: microseconds since the Unix epoch, UTC.
+    pub(crate) created_us: i64,
+}
+
+impl RawLesson {
+    /// The lesson row `r`, its first nine columns in the order above (more may follow).
+    ///
+    /// # Errors
+    /// The backend's error for a column that does not convert.
+    pub(crate) fn read<R: StoredRow>(r: &R) -> Result<Self, R::Error> {
+        Ok(RawLesson {
+            id: r.text(0)?,
+            task_id: r.text(1)?,
+            strategy_description: r.text(2)?,
+            normalised_strategy: r.text(3)?,
+            rca_summary: r.text(4)?,
+            failure_type: r.text(5)?,
+            source_agent: r.text(6)?,
+            is_active: r.flag(7)?,
+            created_us: r.int(8)?,
+        })
+    }
+}
 
 /// The lesson of a stored row.
 ///
@@ -61,19 +93,19 @@ pub(crate) type RawLesson = (
 /// [`StoreError::Corrupt`] for an id that is not a UUID, an unknown failure type, or a time
 /// outside chrono's range.
 pub(crate) fn lesson_from_raw(raw: RawLesson) -> Result<Lesson, StoreError> {
-    let (id, task_id, strategy, normalised, rca, failure, agent, active, created) = raw;
+    let id = raw.id;
     Ok(Lesson {
         id: Uuid::parse_str(&id)
             .map_err(|e| StoreError::Corrupt(format!("lesson id {id:?}: {e}")))?,
-        task_id,
-        strategy_description: strategy,
-        normalised_strategy: normalised,
-        rca_summary: rca,
-        failure_type: FailureType::parse(&failure)
+        task_id: raw.task_id,
+        strategy_description: raw.strategy_description,
+        normalised_strategy: raw.normalised_strategy,
+        rca_summary: raw.rca_summary,
+        failure_type: FailureType::parse(&raw.failure_type)
             .map_err(|e| StoreError::Corrupt(format!("lesson failure type: {e}")))?,
-        source_agent: agent,
-        is_active: active,
-        created_at: from_us(created)?,
+        source_agent: raw.source_agent,
+        is_active: raw.is_active,
+        created_at: from_us(raw.created_us)?,
     })
 }
 

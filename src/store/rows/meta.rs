@@ -4,6 +4,7 @@
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
+use super::StoredRow;
 use crate::service::meta::{Event, EventType, MetaState, Prediction, Window};
 use crate::service::vocab::{Domain, Lambdas, NUM_EMBEDDERS};
 use crate::store::{StoreError, count as stored_count, from_us, in_range, to_us};
@@ -48,9 +49,48 @@ pub(crate) fn parse_domain(s: Option<String>) -> Result<Option<Domain>, StoreErr
         .transpose()
 }
 
-/// The scalar `meta_state` row as read: λ_s, interaction count, consecutive low, alert,
-/// Bayesian failures, human review, adjustment count, last adjustment.
-pub(crate) type RawState = (f64, i64, i64, bool, i64, bool, i64, Option<i64>);
+/// The scalar `meta_state` row as read, its columns selected in field order (`lambda_s,
+/// interaction_count, consecutive_low, alert_active, bayesian_failures, human_review,
+/// adjustment_count, last_adjustment_us`); read with [`RawState::read`], checked by
+/// [`state_from_rows`].
+pub(crate) struct RawState {
+    /// λ_s, the surprise weight, in [0.1, 0.9] (λ_c is 1 − λ_s).
+    pub(crate) lambda_s: f64,
+    /// Recorded predictions so far, ≥ 0.
+    pub(crate) interaction_count: i64,
+    /// Consecutive recorded predictions with low global accuracy, ≥ 0 (fits `u32`).
+    pub(crate) consecutive_low: i64,
+    /// Whether an accuracy alert is raised.
+    pub(crate) alert_active: bool,
+    /// Consecutive failed Bayesian recalibrations, ≥ 0 (fits `u32`).
+    pub(crate) bayesian_failures: i64,
+    /// Whether an operator must review (set after too many Bayesian failures).
+    pub(crate) human_review: bool,
+    /// λ adjustments applied so far, ≥ 0.
+    pub(crate) adjustment_count: i64,
+    /// When the last λ adjustment was applied: microseconds since the Unix epoch, UTC; NULL
+    /// before the first.
+    pub(crate) last_adjustment_us: Option<i64>,
+}
+
+impl RawState {
+    /// The scalar row `r`, its first eight columns in the order above (more may follow).
+    ///
+    /// # Errors
+    /// The backend's error for a column that does not convert.
+    pub(crate) fn read<R: StoredRow>(r: &R) -> Result<Self, R::Error> {
+        Ok(RawState {
+            lambda_s: r.real(0)?,
+            interaction_count: r.int(1)?,
+            consecutive_low: r.int(2)?,
+            alert_active: r.flag(3)?,
+            bayesian_failures: r.int(4)?,
+            human_review: r.flag(5)?,
+            adjustment_count: r.int(6)?,
+            last_adjustment_us: r.opt_int(7)?,
+        })
+    }
+}
 
 /// The meta-learning state from its scalar row and its `(window, vals)` rows, every stored
 /// value checked.
@@ -58,7 +98,6 @@ pub(crate) fn state_from_rows(
     scalar: RawState,
     windows: Vec<(i64, Vec<u8>)>,
 ) -> Result<MetaState, StoreError> {
-    let (lambda_s, count, low, alert, failures, human, adjustments, last) = scalar;
     let mut global = Window::default();
     let mut embedders: [Window; NUM_EMBEDDERS] = Default::default();
     for (id, vals) in windows {
@@ -74,16 +113,16 @@ pub(crate) fn state_from_rows(
         }
     }
     Ok(MetaState {
-        lambdas: stored_lambdas(lambda_s)?,
-        interaction_count: stored_count("interaction count", count)?,
+        lambdas: stored_lambdas(scalar.lambda_s)?,
+        interaction_count: stored_count("interaction count", scalar.interaction_count)?,
         global,
         embedders,
-        consecutive_low: stored_count("consecutive low count", low)?,
-        alert_active: alert,
-        bayesian_failures: stored_count("Bayesian failure count", failures)?,
-        human_review_required: human,
-        adjustment_count: stored_count("adjustment count", adjustments)?,
-        last_adjustment_at: last.map(from_us).transpose()?,
+        consecutive_low: stored_count("consecutive low count", scalar.consecutive_low)?,
+        alert_active: scalar.alert_active,
+        bayesian_failures: stored_count("Bayesian failure count", scalar.bayesian_failures)?,
+        human_review_required: scalar.human_review,
+        adjustment_count: stored_count("adjustment count", scalar.adjustment_count)?,
+        last_adjustment_at: scalar.last_adjustment_us.map(from_us).transpose()?,
     })
 }
 
@@ -122,35 +161,76 @@ pub struct EventQuery {
     pub offset: usize,
 }
 
-pub(crate) type RawEvent = (
-    i64,
-    String,
-    Option<String>,
-    Option<u8>,
-    Option<f64>,
-    f64,
-    f64,
-    Option<f64>,
-    bool,
-    String,
-);
+/// A `meta_events` row as read, its columns selected in field order (`ts_us, event_type,
+/// domain, embedder_index, prediction_error, lambda_s_before, lambda_s_after, accuracy_avg,
+/// escalated, detail`); read with [`RawEvent::read`], decoded by [`event_from_raw`].
+pub(crate) struct RawEvent {
+    /// When: microseconds since the Unix epoch, UTC.
+    pub(crate) ts_us: i64,
+    /// The event type's stored name (see `EventType::parse`).
+    pub(crate) event_type: String,
+    /// The domain's stored name of the prediction that caused it, if any.
+    pub(crate) domain: Option<String>,
+    /// The embedder (0–12) of the prediction that caused it, if any.
+    pub(crate) embedder_index: Option<u8>,
+    /// predicted − actual of the prediction that caused it, if any (in [−1, 1]; not checked).
+    pub(crate) prediction_error: Option<f64>,
+    /// λ_s before the event, in [0.1, 0.9].
+    pub(crate) lambda_s_before: f64,
+    /// λ_s after the event, in [0.1, 0.9].
+    pub(crate) lambda_s_after: f64,
+    /// Global rolling accuracy at the time, in [0, 1]; NULL before any prediction.
+    pub(crate) accuracy_avg: Option<f64>,
+    /// Whether the event belongs to an escalation.
+    pub(crate) escalated: bool,
+    /// A sentence saying what happened and why.
+    pub(crate) detail: String,
+}
 
+impl RawEvent {
+    /// The event row `r`, in the column order above.
+    ///
+    /// # Errors
+    /// The backend's error for a column that does not convert (an embedder index outside
+    /// 0–255 included).
+    pub(crate) fn read<R: StoredRow>(r: &R) -> Result<Self, R::Error> {
+        Ok(RawEvent {
+            ts_us: r.int(0)?,
+            event_type: r.text(1)?,
+            domain: r.opt_text(2)?,
+            embedder_index: r.opt_small(3, "stored embedder index")?,
+            prediction_error: r.opt_real(4)?,
+            lambda_s_before: r.real(5)?,
+            lambda_s_after: r.real(6)?,
+            accuracy_avg: r.opt_real(7)?,
+            escalated: r.flag(8)?,
+            detail: r.text(9)?,
+        })
+    }
+}
+
+/// The event of a stored row, every stored value checked.
+///
+/// # Errors
+/// [`StoreError::Corrupt`] for an unknown event type or domain, a λ_s outside [0.1, 0.9], an
+/// accuracy outside [0, 1], or a time outside chrono's range.
 pub(crate) fn event_from_raw(raw: RawEvent) -> Result<Event, StoreError> {
-    let (ts, kind, domain, embedder, err, before, after, acc, escalated, detail) = raw;
+    let kind = raw.event_type;
     Ok(Event {
-        timestamp: from_us(ts)?,
+        timestamp: from_us(raw.ts_us)?,
         event_type: EventType::parse(&kind)
             .ok_or_else(|| StoreError::Corrupt(format!("unknown event type {kind:?}")))?,
-        prediction_error: err,
-        lambda_before: stored_lambdas(before)?,
-        lambda_after: stored_lambdas(after)?,
-        accuracy_avg: acc
+        prediction_error: raw.prediction_error,
+        lambda_before: stored_lambdas(raw.lambda_s_before)?,
+        lambda_after: stored_lambdas(raw.lambda_s_after)?,
+        accuracy_avg: raw
+            .accuracy_avg
             .map(|a| in_range("stored accuracy", a, 0.0, 1.0))
             .transpose()?,
-        escalated,
-        domain: parse_domain(domain)?,
-        embedder_index: embedder,
-        detail,
+        escalated: raw.escalated,
+        domain: parse_domain(raw.domain)?,
+        embedder_index: raw.embedder_index,
+        detail: raw.detail,
     })
 }
 
@@ -206,30 +286,59 @@ pub(crate) fn count_between(
     Ok(total as usize)
 }
 
-/// A `predictions` row as read: time, embedder, predicted, actual, ΔS, ΔC, domain, ACh level.
-pub(crate) type RawPrediction = (
-    i64,
-    Option<u8>,
-    f64,
-    f64,
-    Option<f64>,
-    Option<f64>,
-    Option<String>,
-    f64,
-);
+/// A `predictions` row as read, its columns selected in field order (`ts_us, embedder_index,
+/// predicted, actual, delta_s, delta_c, domain, ach_level`); read with
+/// [`RawPrediction::read`], checked by [`prediction_from_raw`].
+pub(crate) struct RawPrediction {
+    /// When it was recorded: microseconds since the Unix epoch, UTC.
+    pub(crate) ts_us: i64,
+    /// The embedder, 0–12; NULL for an aggregate prediction.
+    pub(crate) embedder_index: Option<u8>,
+    /// The predicted value, in [0, 1].
+    pub(crate) predicted: f64,
+    /// The outcome, in [0, 1].
+    pub(crate) actual: f64,
+    /// Surprise ΔS, when known (finite; in [0, 1] when written).
+    pub(crate) delta_s: Option<f64>,
+    /// Coherence ΔC, when known (finite; in [0, 1] when written).
+    pub(crate) delta_c: Option<f64>,
+    /// The domain's stored name, when given.
+    pub(crate) domain: Option<String>,
+    /// Acetylcholine level (learning-rate modulator; default 0.001), not checked.
+    pub(crate) ach_level: f64,
+}
+
+impl RawPrediction {
+    /// The prediction row `r`, in the column order above.
+    ///
+    /// # Errors
+    /// The backend's error for a column that does not convert (an embedder index outside
+    /// 0–255 included).
+    pub(crate) fn read<R: StoredRow>(r: &R) -> Result<Self, R::Error> {
+        Ok(RawPrediction {
+            ts_us: r.int(0)?,
+            embedder_index: r.opt_small(1, "stored embedder index")?,
+            predicted: r.real(2)?,
+            actual: r.real(3)?,
+            delta_s: r.opt_real(4)?,
+            delta_c: r.opt_real(5)?,
+            domain: r.opt_text(6)?,
+            ach_level: r.real(7)?,
+        })
+    }
+}
 
 /// A recorded prediction from its row, every stored value checked.
 pub(crate) fn prediction_from_raw(raw: RawPrediction) -> Result<Prediction, StoreError> {
-    let (ts, embedder_index, predicted, actual, delta_s, delta_c, domain, ach_level) = raw;
     Ok(Prediction {
-        timestamp: from_us(ts)?,
-        embedder_index,
-        predicted: in_range("stored prediction", predicted, 0.0, 1.0)?,
-        actual: in_range("stored outcome", actual, 0.0, 1.0)?,
-        delta_s: delta_s.map(|v| finite("stored ΔS", v)).transpose()?,
-        delta_c: delta_c.map(|v| finite("stored ΔC", v)).transpose()?,
-        domain: parse_domain(domain)?,
-        ach_level,
+        timestamp: from_us(raw.ts_us)?,
+        embedder_index: raw.embedder_index,
+        predicted: in_range("stored prediction", raw.predicted, 0.0, 1.0)?,
+        actual: in_range("stored outcome", raw.actual, 0.0, 1.0)?,
+        delta_s: raw.delta_s.map(|v| finite("stored ΔS", v)).transpose()?,
+        delta_c: raw.delta_c.map(|v| finite("stored ΔC", v)).transpose()?,
+        domain: parse_domain(raw.domain)?,
+        ach_level: raw.ach_level,
     })
 }
 
@@ -261,8 +370,40 @@ pub enum CloseError {
     Expired,
 }
 
-/// An `open_predictions` row as read: created, ΔS, ΔC, L, domain, closed.
-pub(crate) type RawOpen = (i64, f64, f64, f64, Option<String>, Option<i64>);
+/// An `open_predictions` row as read, its columns selected in field order (`created_us,
+/// delta_s, delta_c, learning_score, domain, closed_us`); read with [`RawOpen::read`], judged
+/// by [`closable`].
+pub(crate) struct RawOpen {
+    /// When it was issued: microseconds since the Unix epoch, UTC.
+    pub(crate) created_us: i64,
+    /// Surprise ΔS of the update, in [0, 1] (not checked on reading).
+    pub(crate) delta_s: f64,
+    /// Coherence ΔC of the update, in [0, 1] (not checked on reading).
+    pub(crate) delta_c: f64,
+    /// The learning score L predicted at issue time.
+    pub(crate) learning_score: f64,
+    /// The domain's stored name, when given.
+    pub(crate) domain: Option<String>,
+    /// When it was closed: microseconds since the Unix epoch, UTC; NULL while open.
+    pub(crate) closed_us: Option<i64>,
+}
+
+impl RawOpen {
+    /// The open-prediction row `r`, in the column order above.
+    ///
+    /// # Errors
+    /// The backend's error for a column that does not convert.
+    pub(crate) fn read<R: StoredRow>(r: &R) -> Result<Self, R::Error> {
+        Ok(RawOpen {
+            created_us: r.int(0)?,
+            delta_s: r.real(1)?,
+            delta_c: r.real(2)?,
+            learning_score: r.real(3)?,
+            domain: r.opt_text(4)?,
+            closed_us: r.opt_int(5)?,
+        })
+    }
+}
 
 /// Whether the open prediction `id` (its row, if any) can be closed at `now`, and it if so.
 pub(crate) fn closable(
@@ -270,23 +411,23 @@ pub(crate) fn closable(
     row: Option<RawOpen>,
     now: DateTime<Utc>,
 ) -> Result<Result<OpenPrediction, CloseError>, StoreError> {
-    let Some((created, delta_s, delta_c, learning_score, domain, closed)) = row else {
+    let Some(raw) = row else {
         return Ok(Err(CloseError::Unknown));
     };
-    if closed.is_some() {
+    if raw.closed_us.is_some() {
         return Ok(Err(CloseError::AlreadyClosed));
     }
-    let created = from_us(created)?;
+    let created = from_us(raw.created_us)?;
     if now - created > chrono::Duration::days(OPEN_PREDICTION_TTL_DAYS) {
         return Ok(Err(CloseError::Expired));
     }
     Ok(Ok(OpenPrediction {
         id,
         created,
-        delta_s,
-        delta_c,
-        learning_score,
-        domain: parse_domain(domain)?,
+        delta_s: raw.delta_s,
+        delta_c: raw.delta_c,
+        learning_score: raw.learning_score,
+        domain: parse_domain(raw.domain)?,
     }))
 }
 

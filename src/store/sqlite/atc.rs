@@ -8,7 +8,7 @@ use crate::service::atc::thresholds::ThresholdName;
 use crate::service::vocab::{Domain, NUM_EMBEDDERS};
 use crate::store::rows::atc::{
     LOAD_ARMS, LOAD_DOMAINS, LOAD_GAP_DRIFT, LOAD_OBSERVATIONS, LOAD_TEMPERATURES,
-    LOAD_THRESHOLD_DRIFT, LOAD_THRESHOLDS, LoadedRows, SavedRows, state_from_rows,
+    LOAD_THRESHOLD_DRIFT, LOAD_THRESHOLDS, LoadedRows, RawObservation, SavedRows, state_from_rows,
 };
 use crate::store::{StoreError, to_us};
 
@@ -203,6 +203,6 @@ pub(crate) fn load(conn: &Connection) -> Result<AtcState, StoreError> {
         domains: all(conn, LOAD_DOMAINS, |r| r.try_into())?,
         threshold_drift: all(conn, LOAD_THRESHOLD_DRIFT, |r| r.try_into())?,
         gap_drift: all(conn, LOAD_GAP_DRIFT, |r| r.try_into())?,
-        observations: all(conn, LOAD_OBSERVATIONS, |r| r.try_into())?,
+        observations: all(conn, LOAD_OBSERVATIONS, |r| RawObservation::read(r))?,
     })
 }

@@ -1,7 +1,7 @@
 //! The SQLite side of [`crate::store::beliefs`]: its SQL, the family's migrations and their
 //! data steps.
 
-use rusqlite::{Connection, OptionalExtension, Row, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::service::epistemic::{
     Belief, BeliefEvent, BeliefStatus, UncertaintyType, WorkspaceSummary, binary_entropy,
@@ -101,22 +101,6 @@ CREATE INDEX beliefs_status ON beliefs (project, status);
 CREATE INDEX belief_events_belief ON belief_events (belief_seq, seq);
 ";
 
-fn raw_belief(r: &Row<'_>) -> rusqlite::Result<RawBelief> {
-    Ok(RawBelief {
-        seq: r.get(0)?,
-        id: r.get(1)?,
-        normalised_target: r.get(2)?,
-        target: r.get(3)?,
-        status: r.get(4)?,
-        confidence: r.get(5)?,
-        rationale: r.get(6)?,
-        uncertainty_type: r.get(7)?,
-        source_nodes: r.get(8)?,
-        created_us: r.get(9)?,
-        updated_us: r.get(10)?,
-    })
-}
-
 /// [`crate::store::beliefs::find`] on SQLite.
 pub(crate) fn find(
     conn: &Connection,
@@ -129,7 +113,7 @@ pub(crate) fn find(
                     uncertainty_type, source_nodes, created_us, updated_us
              FROM beliefs WHERE project = ?2 AND normalised_target = ?1",
         )?
-        .query_row(params![normalised_target, project], raw_belief)
+        .query_row(params![normalised_target, project], |r| RawBelief::read(r))
         .optional()?;
     let Some(raw) = raw else {
         return Ok(None);
@@ -140,7 +124,7 @@ pub(crate) fn find(
          FROM belief_events WHERE belief_seq = ?1 ORDER BY seq",
     )?;
     let history = stmt
-        .query_map([raw.seq], |r| RawEvent::try_from(r))?
+        .query_map([raw.seq], |r| RawEvent::read(r))?
         .map(|row| event_from_raw(row?))
         .collect::<Result<_, _>>()?;
     belief_from_raw(raw, history).map(Some)

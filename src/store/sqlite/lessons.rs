@@ -220,7 +220,7 @@ const COLUMNS: &str = "l.id, l.task_id, l.strategy_description, l.normalised_str
                        l.rca_summary, l.failure_type, l.source_agent, l.is_active, l.created_us";
 
 fn raw_lesson(r: &Row<'_>) -> rusqlite::Result<RawLesson> {
-    RawLesson::try_from(r)
+    RawLesson::read(r)
 }
 
 /// [`crate::store::lessons::insert`] on SQLite.

@@ -8,9 +8,9 @@ use uuid::Uuid;
 use crate::service::meta::{Event, MetaState, Prediction, WINDOW};
 use crate::service::vocab::{Domain, NUM_EMBEDDERS};
 use crate::store::rows::meta::{
-    CloseError, EventQuery, HOUR_US, OpenPrediction, RawEvent, RawOpen, RawPrediction, Windows,
-    closable, count_between, decode_f64s, encode_f64s, event_from_raw, prediction_from_raw,
-    state_from_rows, windows_to_write,
+    CloseError, EventQuery, HOUR_US, OpenPrediction, RawEvent, RawOpen, RawPrediction, RawState,
+    Windows, closable, count_between, decode_f64s, encode_f64s, event_from_raw,
+    prediction_from_raw, state_from_rows, windows_to_write,
 };
 use crate::store::{StoreError, to_us};
 
@@ -102,29 +102,23 @@ pub(crate) fn load(conn: &Connection) -> Result<MetaState, StoreError> {
                     human_review, adjustment_count, last_adjustment_us, global_window, embedder_windows
              FROM meta_state WHERE id = 1",
             [],
-            |r| <(f64, i64, i64, bool, i64, bool, i64, Option<i64>, Vec<u8>, Vec<u8>)>::try_from(r),
+            |r| {
+                let scalar = RawState::read(r)?;
+                // The legacy window blobs are read (and must be blobs) but not used: the
+                // windows live in `meta_windows`.
+                let _: (Vec<u8>, Vec<u8>) = (r.get(8)?, r.get(9)?);
+                Ok(scalar)
+            },
         )
         .optional()?;
-    let Some((lambda_s, count, low, alert, failures, human, adjustments, last, _, _)) = row else {
+    let Some(scalar) = row else {
         return Ok(MetaState::default());
     };
     let mut stmt = conn.prepare_cached("SELECT window, vals FROM meta_windows")?;
     let windows = stmt
         .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
         .collect::<Result<Vec<_>, _>>()?;
-    state_from_rows(
-        (
-            lambda_s,
-            count,
-            low,
-            alert,
-            failures,
-            human,
-            adjustments,
-            last,
-        ),
-        windows,
-    )
+    state_from_rows(scalar, windows)
 }
 
 /// [`crate::store::meta::save`] on SQLite.
@@ -315,7 +309,7 @@ pub(crate) fn query_events(
 }
 
 fn raw_event(r: &Row<'_>) -> rusqlite::Result<RawEvent> {
-    RawEvent::try_from(r)
+    RawEvent::read(r)
 }
 
 /// [`crate::store::meta::count_events_between`] on SQLite.
@@ -401,7 +395,7 @@ pub(crate) fn replay_window(
          ORDER BY id DESC LIMIT ?2",
     )?;
     let rows = stmt.query_map(params![domain.map(Domain::as_str), WINDOW as i64], |r| {
-        RawPrediction::try_from(r)
+        RawPrediction::read(r)
     })?;
     let mut out = Vec::new();
     for row in rows {
@@ -439,7 +433,7 @@ pub(crate) fn close_prediction(
             "SELECT created_us, delta_s, delta_c, learning_score, domain, closed_us
              FROM open_predictions WHERE id = ?1",
             [id.to_string()],
-            |r| RawOpen::try_from(r),
+            |r| RawOpen::read(r),
         )
         .optional()?;
     let open = match closable(id, row, now)? {

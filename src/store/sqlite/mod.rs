@@ -678,6 +678,37 @@ pub(crate) fn bump(conn: &Connection, family: Family) -> Result<i64, StoreError>
         .query_row([family_key(family)], |r| r.get(0))?)
 }
 
+/// The named row shapes of `rows/` read from SQLite rows: each column with `Row::get`, so a
+/// value that does not convert is rusqlite's own error (an embedder index above 255 its
+/// out-of-range error; `what` is not needed).
+impl super::rows::StoredRow for rusqlite::Row<'_> {
+    type Error = rusqlite::Error;
+    fn int(&self, i: usize) -> rusqlite::Result<i64> {
+        self.get(i)
+    }
+    fn opt_int(&self, i: usize) -> rusqlite::Result<Option<i64>> {
+        self.get(i)
+    }
+    fn real(&self, i: usize) -> rusqlite::Result<f64> {
+        self.get(i)
+    }
+    fn opt_real(&self, i: usize) -> rusqlite::Result<Option<f64>> {
+        self.get(i)
+    }
+    fn text(&self, i: usize) -> rusqlite::Result<String> {
+        self.get(i)
+    }
+    fn opt_text(&self, i: usize) -> rusqlite::Result<Option<String>> {
+        self.get(i)
+    }
+    fn flag(&self, i: usize) -> rusqlite::Result<bool> {
+        self.get(i)
+    }
+    fn opt_small(&self, i: usize, _what: &str) -> rusqlite::Result<Option<u8>> {
+        self.get(i)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
