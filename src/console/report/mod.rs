@@ -51,6 +51,9 @@ pub struct ReportData {
     pub lambda_s: f64,
     /// Every lesson, oldest first.
     pub lessons: Vec<Lesson>,
+    /// The failed attempts the plugin recorded before each lesson (by lesson id; lessons
+    /// without any are absent).
+    pub attempts: std::collections::HashMap<uuid::Uuid, Vec<crate::store::attempts::Attempt>>,
     /// Every directive, oldest first.
     pub directives: Vec<Directive>,
     /// The escalation status now.
@@ -67,13 +70,22 @@ pub fn gather(app: &App) -> Result<ReportData, ConsoleError> {
     Ok(app.read_with(|ctx| {
         let (mut ds, _) = directives::list(ctx.db, None, usize::MAX, 0)?;
         ds.reverse();
+        let lessons = lesson_store::list(ctx.db, None, true)?;
+        let mut attempts = std::collections::HashMap::new();
+        for l in &lessons {
+            let tried = crate::store::attempts::of_lesson(ctx.db, l.id)?;
+            if !tried.is_empty() {
+                attempts.insert(l.id, tried);
+            }
+        }
         Ok(ReportData {
             database: ctx.db_path.to_string(),
             made_at: ctx.now,
             atc: ctx.svc.atc.clone(),
             events: meta_store::all_events(ctx.db)?,
             lambda_s: ctx.svc.meta.lambdas.s(),
-            lessons: lesson_store::list(ctx.db, None, true)?,
+            lessons,
+            attempts,
             directives: ds,
             escalation: ctx.svc.meta.escalation_status().as_str(),
             beliefs: belief_store::all(ctx.db)?,
@@ -421,7 +433,7 @@ fn lessons_table(d: &ReportData) -> String {
     let mut h = String::from(
         "<div class=\"scroll\"><table class=\"list\">\n<tr><th>id</th><th>state</th>\
          <th>project (task)</th><th>strategy that failed</th><th>root cause</th>\
-         <th>failure type</th><th>recurrences</th><th>logged</th></tr>\n",
+         <th>failure type</th><th>recurrences</th><th>failed attempts</th><th>logged</th></tr>\n",
     );
     for l in rows.iter().take(MAX_LESSON_ROWS) {
         let others: Vec<&str> = tasks_of
@@ -448,6 +460,22 @@ fn lessons_table(d: &ReportData) -> String {
                 )
             )
         };
+        let tried = d.attempts.get(&l.id).map_or("—".to_string(), |a| {
+            let shown: Vec<String> = a
+                .iter()
+                .take(3)
+                .map(|a| {
+                    format!(
+                        "<code>{}</code>{}",
+                        escape(&a.subject.chars().take(80).collect::<String>()),
+                        a.exit_status
+                            .map(|s| format!(" (exit {s})"))
+                            .unwrap_or_default()
+                    )
+                })
+                .collect();
+            format!("{}: {}", a.len(), shown.join("; "))
+        });
         let (class, state) = if l.is_active {
             ("blocks", "blocks")
         } else {
@@ -462,6 +490,7 @@ fn lessons_table(d: &ReportData) -> String {
              <td data-label=\"strategy\" class=\"text\">{}</td>\
              <td data-label=\"root cause\" class=\"text\">{}</td>\
              <td data-label=\"failure type\">{}</td><td data-label=\"recurrences\">{recurrences}</td>\
+             <td data-label=\"failed attempts\" class=\"text\">{tried}</td>\
              <td data-label=\"logged\" class=\"nowrap\">{}</td></tr>",
             &id[..super::lessons::SHORT_ID],
             escape(&l.task_id),
