@@ -137,6 +137,16 @@ pub fn agent_test_set() -> Vec<Pair> {
     load("blacklist_pairs_agent_test.jsonl", AGENT_TEST_SET)
 }
 
+/// The held-out agent-style set (`tests/data/README.md`): 328 pairs over 47 tasks.
+pub fn agent_holdout_set() -> Vec<Pair> {
+    let set = load(
+        "blacklist_pairs_agent_holdout.jsonl",
+        include_str!("../data/blacklist_pairs_agent_holdout.jsonl"),
+    );
+    assert_eq!(set.len(), 328, "held-out pairs");
+    set
+}
+
 /// Word tokens of a raw strategy, as the matcher counts them.
 fn token_count(raw: &str) -> usize {
     word_tokens(&normalise_strategy(raw)).len()
