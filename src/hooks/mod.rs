@@ -12,6 +12,7 @@
 //! | `pre-tool-use` | for `Bash`, `Edit`, `Write`, `MultiEdit`: the active lessons whose strategy the command or edit carries out ([`crate::service::lessons::recall::carries_out`]), before it runs; with the plugin option `block_repeats`, a `deny` naming them |
 //! | `post-tool-use-failure` | records the failed call as an attempt of the project (secrets redacted) and reminds the model once to log a lesson when it knows why |
 //! | `stop` | once per failure: if failed attempts of the session have no lesson, one reminder; never again while `stop_hook_active` |
+//! | `pre-compact` | the same reminder (once per failure, shared with `stop`), as instructions for the compaction's summary; after it, `session-start` (source `compact`) brings the digest back |
 //!
 //! Every hook is a fresh process without the embedding model (the lexical rules only), so it
 //! starts in milliseconds (docs/PERFORMANCE.md). A hook never breaks a session: a database
@@ -58,6 +59,9 @@ pub enum Event {
     PostToolUseFailure,
     /// `Stop`: one reminder when failures of the session have no lesson.
     Stop,
+    /// `PreCompact`: the same reminder, as instructions for the compaction's summary (the
+    /// hook's plain stdout), so that it survives the compaction.
+    PreCompact,
 }
 
 impl Event {
@@ -69,6 +73,7 @@ impl Event {
             Event::PreToolUse => "PreToolUse",
             Event::PostToolUseFailure => "PostToolUseFailure",
             Event::Stop => "Stop",
+            Event::PreCompact => "PreCompact",
         }
     }
 }
@@ -146,6 +151,10 @@ pub fn run(event: Event, db: Option<&str>, project: Option<&str>) -> ExitCode {
     match answer(event, db, project) {
         Ok(None) => ExitCode::SUCCESS,
         Ok(Some(out)) => {
+            let out = match out {
+                Value::String(text) => text,
+                json => json.to_string(),
+            };
             let mut stdout = std::io::stdout().lock();
             match writeln!(stdout, "{out}").and_then(|()| stdout.flush()) {
                 Ok(()) => ExitCode::SUCCESS,
@@ -205,5 +214,5 @@ fn answer(event: Event, db: Option<&str>, project: Option<&str>) -> Result<Optio
     let options = Options::from_env();
     let said = speak::speak(event, &input, &store, &options, chrono::Utc::now())
         .map_err(|e| e.to_string())?;
-    Ok(said.map(|s| s.into_json(event)))
+    Ok(said.map(|s| s.into_output(event)))
 }

@@ -22,12 +22,16 @@ pub enum Said {
     Context(String),
     /// Refuse the tool call, with this reason for the model.
     Deny(String),
+    /// Plain text on stdout (`PreCompact`: instructions for the compaction's summary).
+    Plain(String),
 }
 
 impl Said {
-    /// The JSON Claude Code reads from the hook's stdout.
-    pub fn into_json(self, event: Event) -> Value {
+    /// What the hook prints: the JSON Claude Code reads, or (for [`Said::Plain`]) a JSON
+    /// string holding the plain text.
+    pub fn into_output(self, event: Event) -> Value {
         match self {
+            Said::Plain(text) => Value::String(text),
             Said::Context(text) => json!({"hookSpecificOutput": {
                 "hookEventName": event.name(), "additionalContext": text}}),
             Said::Deny(reason) => json!({"hookSpecificOutput": {
@@ -152,18 +156,26 @@ pub fn speak(
                     .into(),
             )))
         }
-        Event::Stop => {
+        Event::Stop | Event::PreCompact => {
             if input.stop_hook_active == Some(true) || input.session_id.is_empty() {
                 return Ok(None);
             }
             let n = store.write(|db| attempts::take_unreminded(db, &input.session_id, now))?;
-            Ok((n > 0).then(|| {
+            if n == 0 {
+                return Ok(None);
+            }
+            let (s, have) = if n == 1 { ("", "has") } else { ("s", "have") };
+            Ok(Some(if event == Event::Stop {
                 Said::Context(format!(
                     "meta-utl: {n} failed attempt{s} of this session {have} no lesson. If you \
                      learned why an approach failed, call log_lesson_learned now; otherwise \
-                     finish as you meant to.",
-                    s = if n == 1 { "" } else { "s" },
-                    have = if n == 1 { "has" } else { "have" },
+                     finish as you meant to."
+                ))
+            } else {
+                Said::Plain(format!(
+                    "Keep in the summary: {n} failed attempt{s} of this session {have} no lesson \
+                     in the meta-utl memory yet; once the reason is known, call \
+                     log_lesson_learned."
                 ))
             }))
         }
@@ -369,6 +381,54 @@ fn digest(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_end_of_turn_and_compaction_remind_once_per_failure() {
+        let store = Store::open(&crate::store::DbPath::Memory)
+            .unwrap()
+            .with_project("acme/shop");
+        let options = Options {
+            session_chars: 4_000,
+            prompt_chars: 2_000,
+            block_repeats: false,
+        };
+        let failed = HookInput {
+            session_id: "s".into(),
+            tool_name: Some("Bash".into()),
+            tool_input: json!({"command": "npm test"}),
+            error: Some(json!("Exit code 1")),
+            ..HookInput::default()
+        };
+        let now = Utc::now();
+        let said = speak(Event::PostToolUseFailure, &failed, &store, &options, now).unwrap();
+        assert!(matches!(said, Some(Said::Context(_))));
+        let end = HookInput {
+            session_id: "s".into(),
+            ..HookInput::default()
+        };
+        let Some(Said::Plain(text)) =
+            speak(Event::PreCompact, &end, &store, &options, now).unwrap()
+        else {
+            panic!("the compaction gets the reminder as plain instructions");
+        };
+        assert!(text.contains("1 failed attempt"), "{text}");
+        assert_eq!(Said::Plain(text).into_output(Event::PreCompact), Value::String(
+            "Keep in the summary: 1 failed attempt of this session has no lesson in the meta-utl \
+             memory yet; once the reason is known, call log_lesson_learned."
+                .into()
+        ));
+        assert_eq!(
+            speak(Event::Stop, &end, &store, &options, now).unwrap(),
+            None,
+            "once"
+        );
+        speak(Event::PostToolUseFailure, &failed, &store, &options, now).unwrap();
+        let Some(Said::Context(text)) = speak(Event::Stop, &end, &store, &options, now).unwrap()
+        else {
+            panic!("a new failure is reminded at the end of the turn");
+        };
+        assert!(text.contains("1 failed attempt"), "{text}");
+    }
 
     #[test]
     fn a_budget_holds_and_says_what_it_left_out() {
