@@ -1,11 +1,24 @@
-//! Operations on lessons.
+//! Operations on lessons: the blacklist check ([`check`]), logging a lesson ([`log`]), and
+//! lifting or restoring one ([`set_active`]).
+
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use crate::service::lessons::{Activation, Lesson, activation};
+use crate::semantic::{Model, Semantic};
+use crate::service::lessons::matching::{
+    Candidate, Decision, Variant, decide_classified, decide_lexical,
+};
+use crate::service::lessons::text::word_tokens;
+use crate::service::lessons::vectors::cosine_score;
+use crate::service::lessons::{
+    Activation, GuardReason, Lesson, MatchType, NewLesson, RELATED_LESSONS, TaskKey, activation,
+    proposal, query_terms, search_terms,
+};
 use crate::store::directives::{self, Directive, InterventionType};
-use crate::store::lessons as lesson_store;
+use crate::store::lesson_vectors;
+use crate::store::lessons::{self as lesson_store, ActiveStrategy, Inserted};
 use crate::store::{Db, StoreError};
 
 /// What [`set_active`] did: the lesson as it was, the change, and the `OVERRIDE` entry written
@@ -54,4 +67,436 @@ pub fn set_active(
         change,
         directive,
     }))
+}
+
+/// Store lesson `lesson` (`log_lesson_learned`) under a new id at `now`, with its full-text
+/// terms, unless its task already has a lesson with this normalised strategy (active or not:
+/// [`Inserted::Exists`], nothing is written). A new lesson's vector is stored too when a model
+/// is loaded (the tool's `prepare` embedded it before the transaction); an engine failure
+/// leaves the lesson without one (logged): a check then embeds it itself, and the next
+/// start-up's back-fill stores it. The project's failed attempts of the
+/// [`crate::store::attempts::LINK_WINDOW_HOURS`] before that no lesson claimed are linked to a
+/// new lesson. Call inside a write transaction.
+///
+/// # Errors
+/// [`StoreError`] on SQL failure.
+pub fn log(
+    db: &Db<'_>,
+    semantic: &Semantic,
+    lesson: &NewLesson,
+    now: DateTime<Utc>,
+) -> Result<Inserted, StoreError> {
+    let terms = search_terms(&lesson.strategy_description, &lesson.rca_summary);
+    let inserted = lesson_store::insert(db, lesson, Uuid::new_v4(), &terms, now)?;
+    if let Inserted::New(l) = &inserted {
+        store_vector(db, semantic, l.id, &lesson.strategy_description)?;
+        // The failed attempts the plugin recorded in the hours before are its evidence.
+        let since = now - chrono::Duration::hours(crate::store::attempts::LINK_WINDOW_HOURS);
+        crate::store::attempts::link_recent(db, l.id, since)?;
+    }
+    Ok(inserted)
+}
+
+/// Stores lesson `id`'s vector of `strategy` when a model is loaded; an engine failure is
+/// logged and leaves it without one.
+fn store_vector(
+    db: &Db<'_>,
+    semantic: &Semantic,
+    id: Uuid,
+    strategy: &str,
+) -> Result<(), StoreError> {
+    let Some(model) = semantic.model() else {
+        return Ok(());
+    };
+    match semantic.embed(&model, strategy) {
+        Ok(v) => lesson_vectors::set_vector_of(db, id, model.id(), &v),
+        Err(e) => {
+            tracing::warn!(error = %e, "a new lesson could not be embedded");
+            Ok(())
+        }
+    }
+}
+
+/// At most this many distinct terms of a proposal go into the related-lessons query.
+const MAX_QUERY_TERMS: usize = 64;
+/// With a model, the index is asked for this many times [`RELATED_LESSONS`] candidates, of
+/// which the inactive ones are dropped.
+const RELATED_OVERFETCH: usize = 4;
+/// With a model, related lessons scoring below this cosine are left out: on the development
+/// set, pairs labelled `unrelated` score under it (see `tests/blacklist_eval/`).
+pub const RELATED_MIN_SCORE: f64 = 0.3;
+/// At most this many lessons of the project's other tasks, the nearest to the proposal, are
+/// matched against it when its task is new ([`other_task_lesson`]).
+pub const OTHER_TASK_CANDIDATES: usize = 8;
+
+/// What [`check`] found: the verdict on a strategy, in lessons and scores.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Verdict {
+    /// The matcher that scored the candidates.
+    pub matcher: Matcher,
+    /// The active lesson of the task that the strategy repeats: it is blacklisted.
+    pub blacklisted: Option<LessonMatch>,
+    /// When not blacklisted: the task's lesson closest to the strategy and its similarity.
+    pub closest: Option<(Lesson, f64)>,
+    /// Lessons that look alike but that the guard saw reversed or retargeted.
+    pub near_misses: Vec<NearMissLesson>,
+    /// For a task the project has no lesson of: another task's lesson the strategy repeats.
+    pub other_task_lesson: Option<LessonMatch>,
+    /// When asked for: other tasks' lessons close to the strategy, most relevant first.
+    pub related: Option<Vec<RelatedLesson>>,
+}
+
+/// The matcher of a check.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Matcher {
+    /// The embedding model that scored the candidates; `None` for the lexical matcher.
+    pub model: Option<String>,
+    /// The classifier's probability at or above which a strategy counts as a lesson's.
+    pub threshold: f64,
+}
+
+impl Default for Matcher {
+    fn default() -> Self {
+        Matcher {
+            model: None,
+            threshold: Variant::Lexical.classifier().threshold,
+        }
+    }
+}
+
+/// A lesson a strategy matched, and how.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LessonMatch {
+    /// The lesson.
+    pub lesson: Lesson,
+    /// How the strategy matched the lesson's.
+    pub match_type: MatchType,
+    /// How sure the match is, in [0, 1].
+    pub score: f64,
+}
+
+/// A lesson that scored like the strategy but that the guard judged another approach.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NearMissLesson {
+    /// The lesson.
+    pub lesson: Lesson,
+    /// Its similarity to the strategy, in [0, 1].
+    pub score: f64,
+    /// What differs.
+    pub reason: GuardReason,
+}
+
+/// A lesson of another task close to the strategy.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RelatedLesson {
+    /// The lesson.
+    pub lesson: Lesson,
+    /// How close it is.
+    pub relevance: Relevance,
+}
+
+/// How close a related lesson is, by the matcher that found it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Relevance {
+    /// With a model: the cosine similarity, in [0, 1] (higher is closer).
+    Cosine(f64),
+    /// Without: the FTS5 bm25 relevance (lower is more relevant).
+    Bm25(f64),
+}
+
+/// Why [`check`] failed.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckError {
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A candidate matched, then could not be read in the same transaction.
+    #[error("a matched lesson vanished inside its transaction")]
+    Vanished,
+}
+
+/// The blacklist check (`check_strategy_blacklist`): does `strategy` repeat an active lesson
+/// of task `task_id` (or, for a task id the project never used, of a task with the same
+/// words)? Scored by the embedding model when one is loaded, else lexically, and decided by
+/// the classifier of [`crate::service::lessons::matching`]; with the near misses, for a new
+/// task the lesson of another task the strategy repeats, and with `include_related` the
+/// nearest lessons of other tasks. A strategy with nothing to match is never blacklisted and
+/// the store is not read. Call inside a read transaction.
+///
+/// # Errors
+/// [`CheckError`] on SQL failure, an unreadable row, or a matched lesson gone.
+pub fn check(
+    db: &Db<'_>,
+    semantic: &Semantic,
+    task_id: &str,
+    strategy: &str,
+    include_related: bool,
+) -> Result<Verdict, CheckError> {
+    let Some(proposal) = proposal(strategy) else {
+        return Ok(Verdict::default());
+    };
+    let key = TaskKey::of(task_id);
+    let (candidates, new_task) = task_candidates(db, &key)?;
+    let tokens = candidates
+        .iter()
+        .map(ActiveStrategy::tokens)
+        .collect::<Result<Vec<_>, StoreError>>()?;
+    let scored = embedding_scores(semantic, strategy, &candidates)?;
+    let (decision, matcher) = match &scored {
+        Some((model, _, scores)) => {
+            let lessons = candidates.iter().zip(tokens).zip(scores);
+            let lessons = lessons.map(|((c, tokens), &score)| Candidate {
+                normalised: &c.normalised,
+                tokens,
+                score,
+            });
+            let matcher = Matcher {
+                model: Some(model.id().to_owned()),
+                threshold: Variant::Model.classifier().threshold,
+            };
+            (
+                decide_classified(&proposal, lessons, Variant::Model),
+                matcher,
+            )
+        }
+        None => {
+            let lessons = candidates.iter().map(|c| c.normalised.as_str()).zip(tokens);
+            (decide_lexical(&proposal, lessons), Matcher::default())
+        }
+    };
+    let lesson = |i: usize| -> Result<Lesson, CheckError> {
+        lesson_store::get_by_seq(db, candidates[i].seq)?.ok_or(CheckError::Vanished)
+    };
+    let mut out = verdict(decision, lesson)?;
+    out.matcher = matcher;
+    if new_task && out.blacklisted.is_none() {
+        out.other_task_lesson =
+            other_task_lesson(db, semantic, &proposal, strategy, &key, &scored)?;
+    }
+    if include_related {
+        out.related = Some(match &scored {
+            Some((model, query, _)) => related_by_vector(db, semantic, model, query, &key)?,
+            None => related_by_terms(db, strategy, &key)?,
+        });
+    }
+    Ok(out)
+}
+
+/// The active strategies a check compares with (only strategies are read; whole lessons only
+/// for the answer), and whether the project has never used the task id. For a new task id,
+/// the lessons of a task with the same words (`fix-login-redirect` for "Fix login redirect")
+/// are its own: such ids name the same task with precision 1.00 (`tests/task_identity.rs`).
+fn task_candidates(db: &Db<'_>, key: &TaskKey) -> Result<(Vec<ActiveStrategy>, bool), StoreError> {
+    let mut candidates = lesson_store::active_strategies(db, key)?;
+    let new_task = candidates.is_empty() && lesson_store::list(db, Some(key), true)?.is_empty();
+    if new_task {
+        let words = key.words();
+        for other in lesson_store::active_task_keys(db)? {
+            if &other != key && !words.is_empty() && other.words() == words {
+                candidates.extend(lesson_store::active_strategies(db, &other)?);
+            }
+        }
+    }
+    Ok((candidates, new_task))
+}
+
+/// The proposal's vector and its cosine score against each candidate, when a model is loaded.
+/// Candidates without a stored vector of this model (logged before it was installed, and not
+/// yet back-filled) are embedded now. `None` (the lexical matcher decides) without a model, or
+/// when the engine fails (logged).
+type Scored = Option<(Arc<Model>, Arc<[f32]>, Vec<f64>)>;
+
+fn embedding_scores(
+    semantic: &Semantic,
+    strategy: &str,
+    candidates: &[ActiveStrategy],
+) -> Result<Scored, StoreError> {
+    let Some(model) = semantic.model() else {
+        return Ok(None);
+    };
+    let stored = candidates
+        .iter()
+        .map(|c| c.vector(model.id()))
+        .collect::<Result<Vec<_>, StoreError>>()?;
+    let missing: Vec<&str> = candidates
+        .iter()
+        .zip(&stored)
+        .filter(|(_, v)| v.is_none())
+        .map(|(c, _)| c.normalised.as_str())
+        .collect();
+    if !missing.is_empty() {
+        // Embedded here for this check; stored by the embedding thread for the next ones.
+        semantic.request_backfill();
+    }
+    let embedded = semantic.embed(&model, strategy).and_then(|query| {
+        let fresh = model.embed(&missing)?;
+        Ok((query, fresh))
+    });
+    let (query, fresh) = match embedded {
+        Ok(v) => v,
+        Err(e) => {
+            tracing::warn!(error = %e, "embedding failed; this check used the lexical matcher");
+            return Ok(None);
+        }
+    };
+    let mut fresh = fresh.into_iter();
+    let scores = stored
+        .into_iter()
+        .map(|v| {
+            let v = v.or_else(|| fresh.next()).unwrap_or_default();
+            cosine_score(&query, &v)
+        })
+        .collect();
+    Ok(Some((model, query, scores)))
+}
+
+/// The active lessons of tasks other than `key` among the index's `k` × [`RELATED_OVERFETCH`]
+/// nearest to `query`, each with its cosine to `query`, in the index's order; with `stop`,
+/// reading stops at the `k`-th.
+fn nearest_active(
+    db: &Db<'_>,
+    semantic: &Semantic,
+    (model, query): (&Model, &[f32]),
+    key: &TaskKey,
+    k: usize,
+    stop: bool,
+) -> Result<Vec<(Lesson, f64)>, StoreError> {
+    // Inactive lessons are in the index: ask for more than needed, then keep the active ones.
+    let nearest = semantic.nearest(db, model, query, key.as_str(), k * RELATED_OVERFETCH)?;
+    let mut out = Vec::new();
+    for (seq, _) in nearest {
+        let (Some(lesson), Some(v)) = (
+            lesson_store::get_by_seq(db, seq)?,
+            lesson_vectors::vector(db, seq, model.id())?,
+        ) else {
+            continue;
+        };
+        if lesson.is_active {
+            out.push((lesson, cosine_score(query, &v)));
+        }
+        if stop && out.len() == k {
+            break;
+        }
+    }
+    Ok(out)
+}
+
+/// For a task the project has no lesson of: the lesson of another task of the project that
+/// the blacklist's matcher says the proposal repeats, among the [`OTHER_TASK_CANDIDATES`]
+/// nearest active lessons (by vector with a model, else by full-text terms). Advisory: task ids
+/// the matcher calls alike name the same task with a precision of only 0.69-0.70 on the
+/// labelled task-id pairs (`tests/task_identity.rs`), too low to block an untried strategy.
+fn other_task_lesson(
+    db: &Db<'_>,
+    semantic: &Semantic,
+    proposal: &str,
+    strategy: &str,
+    key: &TaskKey,
+    scored: &Scored,
+) -> Result<Option<LessonMatch>, StoreError> {
+    let mut lessons = match scored {
+        Some((model, query, _)) => {
+            let near = (&**model, &**query);
+            nearest_active(db, semantic, near, key, OTHER_TASK_CANDIDATES, true)?
+        }
+        None => {
+            let terms = query_terms(strategy, MAX_QUERY_TERMS);
+            lesson_store::related(db, key, &terms, OTHER_TASK_CANDIDATES)?
+        }
+    };
+    let tokens: Vec<Vec<&str>> = lessons
+        .iter()
+        .map(|(l, _)| word_tokens(&l.normalised_strategy))
+        .collect();
+    let decision = match scored {
+        Some(_) => {
+            let candidates = lessons
+                .iter()
+                .zip(tokens)
+                .map(|((l, score), tokens)| Candidate {
+                    normalised: &l.normalised_strategy,
+                    tokens,
+                    score: *score,
+                });
+            decide_classified(proposal, candidates, Variant::Model)
+        }
+        None => decide_lexical(
+            proposal,
+            lessons
+                .iter()
+                .map(|(l, _)| l.normalised_strategy.as_str())
+                .zip(tokens),
+        ),
+    };
+    Ok(decision.blocked.map(|(i, matched)| LessonMatch {
+        lesson: lessons.swap_remove(i).0,
+        match_type: matched.match_type,
+        score: matched.score,
+    }))
+}
+
+/// Other tasks' active lessons nearest to the proposal's vector, most similar first, at most
+/// [`RELATED_LESSONS`] and none below [`RELATED_MIN_SCORE`].
+fn related_by_vector(
+    db: &Db<'_>,
+    semantic: &Semantic,
+    model: &Model,
+    query: &[f32],
+    key: &TaskKey,
+) -> Result<Vec<RelatedLesson>, StoreError> {
+    let near = (model, query);
+    let mut out = nearest_active(db, semantic, near, key, RELATED_LESSONS, false)?;
+    out.retain(|(_, score)| *score >= RELATED_MIN_SCORE);
+    out.sort_by(|a, b| b.1.total_cmp(&a.1));
+    out.truncate(RELATED_LESSONS);
+    Ok(out
+        .into_iter()
+        .map(|(lesson, score)| RelatedLesson {
+            lesson,
+            relevance: Relevance::Cosine(score),
+        })
+        .collect())
+}
+
+/// Other tasks' active lessons sharing words with the strategy, by FTS5 bm25.
+fn related_by_terms(
+    db: &Db<'_>,
+    strategy: &str,
+    key: &TaskKey,
+) -> Result<Vec<RelatedLesson>, StoreError> {
+    let terms = query_terms(strategy, MAX_QUERY_TERMS);
+    let related = lesson_store::related(db, key, &terms, RELATED_LESSONS)?;
+    Ok(related
+        .into_iter()
+        .map(|(lesson, bm25)| RelatedLesson {
+            lesson,
+            relevance: Relevance::Bm25(bm25),
+        })
+        .collect())
+}
+
+/// The verdict of a decision, with `lesson(i)` reading the `i`-th candidate: the blocking
+/// lesson, else the closest one, then the near misses, in that order.
+fn verdict(
+    d: Decision,
+    lesson: impl Fn(usize) -> Result<Lesson, CheckError>,
+) -> Result<Verdict, CheckError> {
+    let mut out = Verdict::default();
+    if let Some((i, matched)) = d.blocked {
+        out.blacklisted = Some(LessonMatch {
+            lesson: lesson(i)?,
+            match_type: matched.match_type,
+            score: matched.score,
+        });
+    } else if let Some((i, score)) = d.best {
+        out.closest = Some((lesson(i)?, score));
+    }
+    for nm in d.near_misses {
+        out.near_misses.push(NearMissLesson {
+            lesson: lesson(nm.index)?,
+            score: nm.score,
+            reason: nm.reason,
+        });
+    }
+    Ok(out)
 }

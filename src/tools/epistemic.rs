@@ -7,17 +7,16 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use uuid::Uuid;
 
 use super::wire::{Choice, NonBlank, Num, OneOf, Timestamp, UnitInterval, Validate, WireUuid};
 use super::{Annotations, Answer, Tool, ToolDef, ToolError, WriteCtx, WriteTool};
+use crate::ops::beliefs::Acted;
 use crate::service::Family;
 use crate::service::epistemic::{
     ActionRequest, ActionType, Belief, BeliefEvent, BeliefStatus, DEFAULT_CONFIDENCE, DENIED_BELOW,
     MAX_RATIONALE_CHARS, MAX_TARGET_CHARS, Outcome as ActionOutcome, UncertaintyType,
-    VERIFIED_ABOVE, WorkspaceSummary, apply_action,
+    VERIFIED_ABOVE, WorkspaceSummary,
 };
-use crate::store::beliefs;
 
 /// How many of the most recent history events a `query` returns (`history_length` is always
 /// the full count).
@@ -372,18 +371,11 @@ impl WriteTool for EpistemicAction {
                 .collect(),
         )
         .map_err(|e| ToolError::invalid(e.to_string()))?;
-        let existing = beliefs::find(ctx.db, &req.normalised_target)?;
-        let result = match apply_action(existing, &req, Uuid::new_v4(), ctx.now) {
+        let Acted { result, summary } = crate::ops::beliefs::act(ctx.db, &req, ctx.now)?;
+        let result = match result {
             Ok(r) => r,
-            Err(e) => {
-                let summary = beliefs::summary(ctx.db)?;
-                return Ok(Answer::failed(ActionAnswer::not_found(req, &e, &summary)));
-            }
+            Err(e) => return Ok(Answer::failed(ActionAnswer::not_found(req, &e, &summary))),
         };
-        if let (Some(belief), Some(event)) = (&result.belief, &result.event) {
-            beliefs::save(ctx.db, belief, event)?;
-        }
-        let summary = beliefs::summary(ctx.db)?;
         let query_result = (req.action == ActionType::Query).then(|| {
             let history = result.belief.as_ref().map_or(&[][..], |b| &b.history[..]);
             let recent = &history[history.len().saturating_sub(QUERY_HISTORY_EVENTS)..];

@@ -6,32 +6,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::{ArgumentCode, Failure, Flag, LessonOut, Reply};
-use std::sync::Arc;
-
-use crate::semantic::{Model, Semantic};
-use crate::service::lessons::matching::{
-    Candidate, Decision, Variant, decide_classified, decide_lexical,
-};
-use crate::service::lessons::text::word_tokens;
-use crate::service::lessons::vectors::cosine_score;
-use crate::service::lessons::{
-    Lesson, MAX_ID_CHARS, MAX_STRATEGY_CHARS, MatchType, RELATED_LESSONS, TaskKey, proposal,
-    query_terms,
-};
-use crate::store::StoreError;
-use crate::store::lesson_vectors;
-use crate::store::lessons::{self as lesson_store, ActiveStrategy};
+use crate::ops::lessons::{self as ops, NearMissLesson, RelatedLesson, Relevance, Verdict};
+use crate::semantic::Semantic;
+use crate::service::lessons::{MAX_ID_CHARS, MAX_STRATEGY_CHARS, MatchType};
 use crate::tools::wire::{NonBlank, OneOf, Text, Validate};
 use crate::tools::{Annotations, Answer, ReadCtx, ReadTool, ToolDef, ToolError};
 
-/// At most this many distinct terms of a proposal go into the related-lessons query.
-const MAX_QUERY_TERMS: usize = 64;
-/// With a model, the index is asked for this many times [`RELATED_LESSONS`] candidates, of
-/// which the inactive ones are dropped.
-const RELATED_OVERFETCH: usize = 4;
-/// With a model, related lessons scoring below this cosine are left out: on the development
-/// set, pairs labelled `unrelated` score under it (see `tests/blacklist_eval/`).
-pub const RELATED_MIN_SCORE: f64 = 0.3;
+/// The related lessons' cosine floor, where the blacklist evaluation reads it.
+pub use crate::ops::lessons::RELATED_MIN_SCORE;
 
 /// `check_strategy_blacklist`.
 pub struct CheckStrategyBlacklist;
@@ -51,7 +33,7 @@ pub struct CheckInput {
 impl Validate for CheckInput {}
 
 /// The verdict on a strategy.
-#[derive(Debug, Default, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, JsonSchema)]
 #[schemars(extend(
     "if" = {"properties": {"blacklisted": {"const": true}}},
     "then" = {"required": ["lesson", "match_type", "score"]}
@@ -112,16 +94,6 @@ pub struct Matcher {
     /// The classifier's probability (0 to 1) at or above which a strategy counts as the same
     /// as a lesson's.
     pub threshold: f64,
-}
-
-impl Default for Matcher {
-    fn default() -> Self {
-        Matcher {
-            kind: MatcherKind::Lexical,
-            model: None,
-            threshold: Variant::Lexical.classifier().threshold,
-        }
-    }
 }
 
 /// Which matcher.
@@ -227,294 +199,72 @@ impl ToolDef for CheckStrategyBlacklist {
 
 impl ReadTool for CheckStrategyBlacklist {
     fn run(ctx: &ReadCtx<'_>, input: CheckInput) -> Result<Answer<CheckAnswer>, ToolError> {
-        let Some(proposal) = proposal(&input.strategy.0) else {
-            // Nothing to match: never blacklisted, and the store is not read.
-            return Ok(Reply::done(Checked::default()));
-        };
-        let key = TaskKey::of(input.task_id.as_str());
-        let (candidates, new_task) = task_candidates(ctx, &key)?;
-        let tokens = candidates
-            .iter()
-            .map(ActiveStrategy::tokens)
-            .collect::<Result<Vec<_>, StoreError>>()?;
-        let semantic = embedding_scores(ctx, &input.strategy.0, &candidates)?;
-        let (decision, matcher) = match &semantic {
-            Some((model, _, scores)) => {
-                let lessons = candidates.iter().zip(tokens).zip(scores);
-                let lessons = lessons.map(|((c, tokens), &score)| Candidate {
-                    normalised: &c.normalised,
-                    tokens,
-                    score,
-                });
-                let matcher = Matcher {
-                    kind: MatcherKind::Embedding,
-                    model: Some(model.id().to_owned()),
-                    threshold: Variant::Model.classifier().threshold,
-                };
-                (
-                    decide_classified(&proposal, lessons, Variant::Model),
-                    matcher,
-                )
-            }
-            None => {
-                let lessons = candidates.iter().map(|c| c.normalised.as_str()).zip(tokens);
-                (decide_lexical(&proposal, lessons), Matcher::default())
-            }
-        };
-        let lesson = |i: usize| -> Result<LessonOut, ToolError> {
-            let l = lesson_store::get_by_seq(ctx.db, candidates[i].seq)?.ok_or_else(|| {
-                ToolError::Internal("a matched lesson vanished inside its transaction".into())
-            })?;
-            Ok((&l).into())
-        };
-        let mut out = verdict(&decision, lesson)?;
-        out.matcher = matcher;
-        if new_task && !out.blacklisted {
-            out.other_task_lesson =
-                other_task_lesson(ctx, &proposal, &input.strategy.0, &key, &semantic)?;
-        }
-        if input.include_related == Some(true) {
-            out.related_lessons = Some(match &semantic {
-                Some((model, query, _)) => related_by_vector(ctx, model, query, &key)?,
-                None => related_by_terms(ctx, &input.strategy.0, &key)?,
-            });
-        }
-        Ok(Reply::done(out))
+        let verdict = ops::check(
+            ctx.db,
+            ctx.semantic,
+            input.task_id.as_str(),
+            &input.strategy.0,
+            input.include_related == Some(true),
+        )
+        .map_err(|e| ToolError::Internal(e.to_string()))?;
+        Ok(Reply::done(verdict.into()))
     }
 }
 
-/// The active strategies a check compares with (only strategies are read; whole lessons only
-/// for the answer), and whether the project has never used the task id. For a new task id,
-/// the lessons of a task with the same words (`fix-login-redirect` for "Fix login redirect")
-/// are its own: such ids name the same task with precision 1.00 (`tests/task_identity.rs`).
-fn task_candidates(
-    ctx: &ReadCtx<'_>,
-    key: &TaskKey,
-) -> Result<(Vec<ActiveStrategy>, bool), ToolError> {
-    let mut candidates = lesson_store::active_strategies(ctx.db, key)?;
-    let new_task = candidates.is_empty() && lesson_store::list(ctx.db, Some(key), true)?.is_empty();
-    if new_task {
-        let words = key.words();
-        for other in lesson_store::active_task_keys(ctx.db)? {
-            if &other != key && !words.is_empty() && other.words() == words {
-                candidates.extend(lesson_store::active_strategies(ctx.db, &other)?);
-            }
-        }
-    }
-    Ok((candidates, new_task))
-}
-
-/// The proposal's vector and its cosine score against each candidate, when a model is loaded.
-/// Candidates without a stored vector of this model (logged before it was installed, and not
-/// yet back-filled) are embedded now. `None` (the lexical matcher decides) without a model, or
-/// when the engine fails (logged).
-type Scored = Option<(Arc<Model>, Arc<[f32]>, Vec<f64>)>;
-
-fn embedding_scores(
-    ctx: &ReadCtx<'_>,
-    strategy: &str,
-    candidates: &[ActiveStrategy],
-) -> Result<Scored, ToolError> {
-    let Some(model) = ctx.semantic.model() else {
-        return Ok(None);
-    };
-    let stored = candidates
-        .iter()
-        .map(|c| c.vector(model.id()))
-        .collect::<Result<Vec<_>, StoreError>>()?;
-    let missing: Vec<&str> = candidates
-        .iter()
-        .zip(&stored)
-        .filter(|(_, v)| v.is_none())
-        .map(|(c, _)| c.normalised.as_str())
-        .collect();
-    if !missing.is_empty() {
-        // Embedded here for this check; stored by the embedding thread for the next ones.
-        ctx.semantic.request_backfill();
-    }
-    let embedded = ctx.semantic.embed(&model, strategy).and_then(|query| {
-        let fresh = model.embed(&missing)?;
-        Ok((query, fresh))
-    });
-    let (query, fresh) = match embedded {
-        Ok(v) => v,
-        Err(e) => {
-            tracing::warn!(error = %e, "embedding failed; this check used the lexical matcher");
-            return Ok(None);
-        }
-    };
-    let mut fresh = fresh.into_iter();
-    let scores = stored
-        .into_iter()
-        .map(|v| {
-            let v = v.or_else(|| fresh.next()).unwrap_or_default();
-            cosine_score(&query, &v)
-        })
-        .collect();
-    Ok(Some((model, query, scores)))
-}
-
-/// At most this many lessons of the project's other tasks, the nearest to the proposal, are
-/// matched against it when its task is new ([`other_task_lesson`]).
-pub const OTHER_TASK_CANDIDATES: usize = 8;
-
-/// For a task the project has no lesson of: the lesson of another task of the project that
-/// the blacklist's matcher says the proposal repeats, among the [`OTHER_TASK_CANDIDATES`]
-/// nearest active lessons (by vector with a model, else by full-text terms). Advisory: task ids
-/// the matcher calls alike name the same task with a precision of only 0.69-0.70 on the
-/// labelled task-id pairs (`tests/task_identity.rs`), too low to block an untried strategy.
-fn other_task_lesson(
-    ctx: &ReadCtx<'_>,
-    proposal: &str,
-    strategy: &str,
-    key: &TaskKey,
-    semantic: &Scored,
-) -> Result<Option<OtherTask>, ToolError> {
-    let lessons: Vec<(Lesson, f64)> = match semantic {
-        Some((model, query, _)) => {
-            let nearest = ctx.semantic.nearest(
-                ctx.db,
-                model,
-                query,
-                key.as_str(),
-                OTHER_TASK_CANDIDATES * RELATED_OVERFETCH,
-            )?;
-            let mut out = Vec::new();
-            for (seq, _) in nearest {
-                let (Some(lesson), Some(v)) = (
-                    lesson_store::get_by_seq(ctx.db, seq)?,
-                    lesson_vectors::vector(ctx.db, seq, model.id())?,
-                ) else {
-                    continue;
-                };
-                if lesson.is_active {
-                    out.push((lesson, cosine_score(query, &v)));
-                }
-                if out.len() == OTHER_TASK_CANDIDATES {
-                    break;
-                }
-            }
-            out
-        }
-        None => {
-            let terms = query_terms(strategy, MAX_QUERY_TERMS);
-            lesson_store::related(ctx.db, key, &terms, OTHER_TASK_CANDIDATES)?
-        }
-    };
-    let tokens: Vec<Vec<&str>> = lessons
-        .iter()
-        .map(|(l, _)| word_tokens(&l.normalised_strategy))
-        .collect();
-    let decision = match semantic {
-        Some(_) => {
-            let candidates = lessons
-                .iter()
-                .zip(tokens)
-                .map(|((l, score), tokens)| Candidate {
-                    normalised: &l.normalised_strategy,
-                    tokens,
-                    score: *score,
-                });
-            decide_classified(proposal, candidates, Variant::Model)
-        }
-        None => decide_lexical(
-            proposal,
-            lessons
-                .iter()
-                .map(|(l, _)| l.normalised_strategy.as_str())
-                .zip(tokens),
-        ),
-    };
-    Ok(decision.blocked.map(|(i, matched)| OtherTask {
-        lesson: (&lessons[i].0).into(),
-        match_type: OneOf(matched.match_type),
-        score: matched.score,
-        advisory: Flag,
-    }))
-}
-
-/// Other tasks' active lessons nearest to the proposal's vector, most similar first, at most
-/// [`RELATED_LESSONS`] and none below [`RELATED_MIN_SCORE`].
-fn related_by_vector(
-    ctx: &ReadCtx<'_>,
-    model: &Model,
-    query: &[f32],
-    key: &TaskKey,
-) -> Result<Vec<Related>, ToolError> {
-    // Inactive lessons are in the index: ask for more than needed, then keep the active ones.
-    let nearest = ctx.semantic.nearest(
-        ctx.db,
-        model,
-        query,
-        key.as_str(),
-        RELATED_LESSONS * RELATED_OVERFETCH,
-    )?;
-    let mut out = Vec::new();
-    for (seq, _) in nearest {
-        let (Some(lesson), Some(v)) = (
-            lesson_store::get_by_seq(ctx.db, seq)?,
-            lesson_vectors::vector(ctx.db, seq, model.id())?,
-        ) else {
-            continue;
-        };
-        let score = cosine_score(query, &v);
-        if lesson.is_active && score >= RELATED_MIN_SCORE {
-            out.push(Related {
-                lesson: (&lesson).into(),
-                score: Some(score),
-                bm25: None,
+impl From<Verdict> for Checked {
+    fn from(v: Verdict) -> Self {
+        let blacklisted = v.blacklisted.as_ref();
+        Checked {
+            blacklisted: blacklisted.is_some(),
+            matcher: Matcher {
+                kind: match v.matcher.model {
+                    Some(_) => MatcherKind::Embedding,
+                    None => MatcherKind::Lexical,
+                },
+                model: v.matcher.model,
+                threshold: v.matcher.threshold,
+            },
+            lesson: blacklisted.map(|m| (&m.lesson).into()),
+            match_type: blacklisted.map(|m| OneOf(m.match_type)),
+            score: blacklisted.map(|m| m.score),
+            closest: v.closest.map(|(l, score)| Closest {
+                lesson: (&l).into(),
+                score,
+            }),
+            near_misses: v.near_misses.iter().map(NearMissOut::from).collect(),
+            other_task_lesson: v.other_task_lesson.map(|m| OtherTask {
+                lesson: (&m.lesson).into(),
+                match_type: OneOf(m.match_type),
+                score: m.score,
                 advisory: Flag,
-            });
+            }),
+            related_lessons: v.related.map(|r| r.iter().map(Related::from).collect()),
         }
     }
-    out.sort_by(|a, b| b.score.unwrap_or(0.0).total_cmp(&a.score.unwrap_or(0.0)));
-    out.truncate(RELATED_LESSONS);
-    Ok(out)
 }
 
-/// Other tasks' active lessons sharing words with the strategy, by FTS5 bm25.
-fn related_by_terms(
-    ctx: &ReadCtx<'_>,
-    strategy: &str,
-    key: &TaskKey,
-) -> Result<Vec<Related>, ToolError> {
-    let terms = query_terms(strategy, MAX_QUERY_TERMS);
-    let related = lesson_store::related(ctx.db, key, &terms, RELATED_LESSONS)?;
-    Ok(related
-        .iter()
-        .map(|(l, bm25)| Related {
-            lesson: l.into(),
-            score: None,
-            bm25: Some(*bm25),
-            advisory: Flag,
-        })
-        .collect())
-}
-
-/// The answer's verdict from a decision, with `lesson(i)` reading the `i`-th candidate.
-fn verdict(
-    d: &Decision,
-    lesson: impl Fn(usize) -> Result<LessonOut, ToolError>,
-) -> Result<Checked, ToolError> {
-    let mut out = Checked::default();
-    if let Some((i, matched)) = d.blocked {
-        out.blacklisted = true;
-        out.lesson = Some(lesson(i)?);
-        out.match_type = Some(OneOf(matched.match_type));
-        out.score = Some(matched.score);
-    } else if let Some((i, score)) = d.best {
-        out.closest = Some(Closest {
-            lesson: lesson(i)?,
-            score,
-        });
-    }
-    for nm in &d.near_misses {
-        out.near_misses.push(NearMissOut {
-            lesson: lesson(nm.index)?,
+impl From<&NearMissLesson> for NearMissOut {
+    fn from(nm: &NearMissLesson) -> Self {
+        NearMissOut {
+            lesson: (&nm.lesson).into(),
             score: nm.score,
             reason: nm.reason.wire_name().to_string(),
             explanation: nm.reason.to_string(),
-        });
+        }
     }
-    Ok(out)
+}
+
+impl From<&RelatedLesson> for Related {
+    fn from(r: &RelatedLesson) -> Self {
+        let (score, bm25) = match r.relevance {
+            Relevance::Cosine(s) => (Some(s), None),
+            Relevance::Bm25(b) => (None, Some(b)),
+        };
+        Related {
+            lesson: (&r.lesson).into(),
+            score,
+            bm25,
+            advisory: Flag,
+        }
+    }
 }

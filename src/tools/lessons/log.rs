@@ -1,21 +1,17 @@
 //! `log_lesson_learned`: record that a strategy failed on a task, after its root-cause analysis,
 //! so that the blacklist check refuses it from then on.
 
-use crate::store::attempts;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use uuid::Uuid;
 
 use super::{Code, Failure, Flag, Reply};
 use crate::semantic::Semantic;
 use crate::service::Family;
 use crate::service::lessons::{
     FailureType, LessonError, MAX_ID_CHARS, MAX_RCA_CHARS, MAX_STRATEGY_CHARS, NewLesson,
-    search_terms,
 };
-use crate::store::lesson_vectors;
-use crate::store::lessons::{self as lesson_store, Inserted};
+use crate::store::lessons::Inserted;
 use crate::tools::wire::{NonBlank, OneOf, Validate, WireUuid};
 use crate::tools::{Annotations, Answer, ToolDef, ToolError, WriteCtx, WriteTool};
 
@@ -133,18 +129,11 @@ impl WriteTool for LogLessonLearned {
             input.source_agent.as_str(),
         )
         .map_err(|e| ToolError::invalid(e.to_string()))?;
-        let terms = search_terms(&lesson.strategy_description, &lesson.rca_summary);
-        match lesson_store::insert(ctx.db, &lesson, Uuid::new_v4(), &terms, ctx.now)? {
-            Inserted::New(l) => {
-                store_vector(ctx, l.id, &input.strategy_description.0)?;
-                // The plugin's recorded failures of the hours before are this lesson's evidence.
-                let since = ctx.now - chrono::Duration::hours(attempts::LINK_WINDOW_HOURS);
-                attempts::link_recent(ctx.db, l.id, since)?;
-                Ok(Reply::done(Logged {
-                    success: Flag,
-                    lesson_id: WireUuid(l.id),
-                }))
-            }
+        match crate::ops::lessons::log(ctx.db, ctx.semantic, &lesson, ctx.now)? {
+            Inserted::New(l) => Ok(Reply::done(Logged {
+                success: Flag,
+                lesson_id: WireUuid(l.id),
+            })),
             Inserted::Exists(existing) => {
                 let e = LessonError::AlreadyExists {
                     existing: existing.id,
@@ -164,22 +153,6 @@ impl WriteTool for LogLessonLearned {
                     },
                 }))
             }
-        }
-    }
-}
-
-/// Stores the new lesson's vector when a model is loaded (embedded by `prepare`, before the
-/// transaction). An engine failure leaves the lesson without one: a check then embeds it
-/// itself, and the next start-up's back-fill stores it.
-fn store_vector(ctx: &WriteCtx<'_>, id: Uuid, strategy: &str) -> Result<(), ToolError> {
-    let Some(model) = ctx.semantic.model() else {
-        return Ok(());
-    };
-    match ctx.semantic.embed(&model, strategy) {
-        Ok(v) => Ok(lesson_vectors::set_vector_of(ctx.db, id, model.id(), &v)?),
-        Err(e) => {
-            tracing::warn!(error = %e, "a new lesson could not be embedded");
-            Ok(())
         }
     }
 }
