@@ -28,7 +28,7 @@ pub fn reset(
     let directive = Directive::new(
         None,
         InterventionType::Override,
-        format!("reset_meta_learning ({}): {rationale}", scope.as_str()),
+        format!("reset_meta_learning ({scope}): {rationale}"),
         actor,
         now,
     );

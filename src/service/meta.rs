@@ -41,8 +41,9 @@ pub const MAX_LEARNING_RATE: f64 = 0.1;
 /// Lower bound of the learning rate α.
 pub const MIN_LEARNING_RATE: f64 = 0.01;
 
-/// Lifecycle stage by interaction count (SPEC §3).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Lifecycle stage by interaction count (SPEC §3). Names: `infancy`, `growth`, `maturity`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::VariantArray)]
+#[strum(serialize_all = "lowercase")]
 pub enum LifecycleStage {
     /// Fewer than 50 interactions: base λ (0.7, 0.3).
     Infancy,
@@ -73,16 +74,13 @@ impl LifecycleStage {
 
     /// Lowercase name.
     pub fn as_str(self) -> &'static str {
-        match self {
-            LifecycleStage::Infancy => "infancy",
-            LifecycleStage::Growth => "growth",
-            LifecycleStage::Maturity => "maturity",
-        }
+        self.into()
     }
 }
 
-/// Escalation status.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Escalation status. Names: `normal`, `bayesian_pending`, `human_review_required`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::VariantArray)]
+#[strum(serialize_all = "snake_case")]
 pub enum EscalationStatus {
     /// No escalation under way.
     Normal,
@@ -95,16 +93,24 @@ pub enum EscalationStatus {
 impl EscalationStatus {
     /// Lowercase name as reported by `get_meta_learning_status`.
     pub fn as_str(self) -> &'static str {
-        match self {
-            EscalationStatus::Normal => "normal",
-            EscalationStatus::BayesianPending => "bayesian_pending",
-            EscalationStatus::HumanReviewRequired => "human_review_required",
-        }
+        self.into()
     }
 }
 
-/// The kinds of event in the meta-learning log.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// The kinds of event in the meta-learning log, named in snake case (`lambda_adjustment`, …,
+/// `human_escalation`).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+)]
+#[strum(serialize_all = "snake_case", ascii_case_insensitive)]
 pub enum EventType {
     /// λ moved after a prediction error above the threshold, or by a recalibration.
     LambdaAdjustment,
@@ -124,34 +130,16 @@ pub enum EventType {
 
 impl EventType {
     /// Every event type, in schema order.
-    pub const ALL: [EventType; 7] = [
-        EventType::LambdaAdjustment,
-        EventType::BayesianEscalation,
-        EventType::AccuracyAlert,
-        EventType::AccuracyRecovery,
-        EventType::WeightClamped,
-        EventType::SelfHealing,
-        EventType::HumanEscalation,
-    ];
+    pub const ALL: [EventType; 7] = crate::service::vocab::variants();
 
     /// snake_case name.
     pub fn as_str(self) -> &'static str {
-        match self {
-            EventType::LambdaAdjustment => "lambda_adjustment",
-            EventType::BayesianEscalation => "bayesian_escalation",
-            EventType::AccuracyAlert => "accuracy_alert",
-            EventType::AccuracyRecovery => "accuracy_recovery",
-            EventType::WeightClamped => "weight_clamped",
-            EventType::SelfHealing => "self_healing",
-            EventType::HumanEscalation => "human_escalation",
-        }
+        self.into()
     }
 
     /// Parse a snake_case name, ignoring ASCII case.
     pub fn parse(s: &str) -> Option<EventType> {
-        EventType::ALL
-            .into_iter()
-            .find(|t| t.as_str().eq_ignore_ascii_case(s.trim()))
+        s.trim().parse().ok()
     }
 }
 
@@ -392,8 +380,11 @@ pub struct Recalibration {
     pub lambda_change: Option<(Lambdas, Lambdas)>,
 }
 
-/// Recalibration method.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Recalibration method. Names: `gradient`, `bayesian`, `none`.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, strum::Display, strum::IntoStaticStr, strum::VariantArray,
+)]
+#[strum(serialize_all = "lowercase")]
 pub enum Method {
     /// One gradient step of λ_s on the replay window.
     Gradient,
@@ -401,17 +392,6 @@ pub enum Method {
     Bayesian,
     /// Nothing could be evaluated (an empty replay window).
     None,
-}
-
-impl Method {
-    /// Lowercase name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Method::Gradient => "gradient",
-            Method::Bayesian => "bayesian",
-            Method::None => "none",
-        }
-    }
 }
 
 /// A computed recalibration, not yet applied.
@@ -969,11 +949,7 @@ impl MetaState {
             e.domain = domain;
             e.prediction_error = Some(adj.trigger_error);
             e.escalated = plan.method == Method::Bayesian;
-            e.detail = format!(
-                "{} recalibration: δ_s = {:+.6}",
-                plan.method.as_str(),
-                adj.delta_s
-            );
+            e.detail = format!("{} recalibration: δ_s = {:+.6}", plan.method, adj.delta_s);
             events.push(e);
         }
         events
@@ -996,13 +972,16 @@ impl MetaState {
             self.alert_active = false;
         }
         let mut e = self.event(now, EventType::SelfHealing, before);
-        e.detail = format!("operator reset ({}): {rationale}", scope.as_str());
+        e.detail = format!("operator reset ({scope}): {rationale}");
         e
     }
 }
 
-/// What `reset_meta_learning` resets.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What `reset_meta_learning` resets. Names: `lambdas`, `escalation`, `all`.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, strum::Display, strum::IntoStaticStr, strum::VariantArray,
+)]
+#[strum(serialize_all = "lowercase")]
 pub enum ResetScope {
     /// λ back to the stage's base.
     Lambdas,
@@ -1014,16 +993,7 @@ pub enum ResetScope {
 
 impl ResetScope {
     /// Every scope, in schema order.
-    pub const ALL: [ResetScope; 3] = [ResetScope::Lambdas, ResetScope::Escalation, ResetScope::All];
-
-    /// Lowercase name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ResetScope::Lambdas => "lambdas",
-            ResetScope::Escalation => "escalation",
-            ResetScope::All => "all",
-        }
-    }
+    pub const ALL: [ResetScope; 3] = crate::service::vocab::variants();
 
     /// Whether [`MetaState::reset`] of this scope empties the rolling accuracy windows (only
     /// `all` does); the store rewrites the windows exactly then.

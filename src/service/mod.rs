@@ -13,7 +13,7 @@ pub mod vocab;
 
 /// A family of state that the service caches in memory and other processes may change; each
 /// has a version counter in the store.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::VariantArray)]
 pub enum Family {
     /// Meta-learning: λ, lifecycle, accuracy windows, escalation counters.
     Meta,
@@ -25,7 +25,7 @@ pub enum Family {
 
 impl Family {
     /// Every cached family.
-    pub const ALL: [Family; 3] = [Family::Meta, Family::Atc, Family::Vertices];
+    pub const ALL: [Family; 3] = vocab::variants();
 }
 
 /// The store version of each cached family, in [`Family::ALL`] order.

@@ -4,6 +4,20 @@
 
 use std::fmt;
 
+use strum::{IntoStaticStr, VariantArray};
+
+/// Every value of an enumeration deriving [`strum::VariantArray`], in declaration order, as an
+/// array of `N` (for the `ALL` constants whose callers index, iterate by value or size arrays
+/// with them). Evaluated at compile time: an `N` other than the number of variants fails the
+/// build.
+pub const fn variants<T: VariantArray + Copy, const N: usize>() -> [T; N] {
+    assert!(T::VARIANTS.len() == N, "N is not the number of variants");
+    match T::VARIANTS.first_chunk::<N>() {
+        Some(all) => *all,
+        None => unreachable!(),
+    }
+}
+
 /// Number of embedders in a fingerprint (E1..E13; `embedder_index` 0..=12, `embedder_id` 1..=13).
 pub const NUM_EMBEDDERS: usize = 13;
 
@@ -23,54 +37,66 @@ pub const EMBEDDER_NAMES: [&str; NUM_EMBEDDERS] = [
     "E12_Late_Interaction",
     "E13_SPLADE",
 ];
-/// One of the 13 embedders: index 0..=12 (`embedder_index`), id 1..=13 (`embedder_id`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// One of the 13 embedders: index 0..=12 (`embedder_index`), id 1..=13 (`embedder_id`); named
+/// by its fingerprint field ([`EmbedderId::field`], `e1_semantic`, …, `e13_splade`).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    IntoStaticStr,
+    strum::EnumString,
+    VariantArray,
+)]
 pub enum EmbedderId {
     /// E1_Semantic, dense 1024.
+    #[strum(serialize = "e1_semantic")]
     Semantic,
     /// E2_Temporal_Recent, dense 512.
+    #[strum(serialize = "e2_temporal_recent")]
     TemporalRecent,
     /// E3_Temporal_Periodic, dense 512.
+    #[strum(serialize = "e3_temporal_periodic")]
     TemporalPeriodic,
     /// E4_Temporal_Positional, dense 512.
+    #[strum(serialize = "e4_temporal_positional")]
     TemporalPositional,
     /// E5_Causal, dense 768 (asymmetric distance, see `distance`).
+    #[strum(serialize = "e5_causal")]
     Causal,
     /// E6_Sparse_Lexical, sparse over 30,522 terms.
+    #[strum(serialize = "e6_sparse")]
     SparseLexical,
     /// E7_Code, dense 1536.
+    #[strum(serialize = "e7_code")]
     Code,
     /// E8_Graph, dense 384.
+    #[strum(serialize = "e8_graph")]
     Graph,
     /// E9_HDC, dense 1024 read as a sign-binarised hypervector.
+    #[strum(serialize = "e9_hdc")]
     Hdc,
     /// E10_Multimodal, dense 768.
+    #[strum(serialize = "e10_multimodal")]
     Multimodal,
     /// E11_Entity, dense 384.
+    #[strum(serialize = "e11_entity")]
     Entity,
     /// E12_Late_Interaction, tokens of 128.
+    #[strum(serialize = "e12_late_interaction")]
     LateInteraction,
     /// E13_SPLADE, sparse over 30,522 terms.
+    #[strum(serialize = "e13_splade")]
     Splade,
 }
 
 impl EmbedderId {
     /// All embedders in index order.
-    pub const ALL: [EmbedderId; NUM_EMBEDDERS] = [
-        EmbedderId::Semantic,
-        EmbedderId::TemporalRecent,
-        EmbedderId::TemporalPeriodic,
-        EmbedderId::TemporalPositional,
-        EmbedderId::Causal,
-        EmbedderId::SparseLexical,
-        EmbedderId::Code,
-        EmbedderId::Graph,
-        EmbedderId::Hdc,
-        EmbedderId::Multimodal,
-        EmbedderId::Entity,
-        EmbedderId::LateInteraction,
-        EmbedderId::Splade,
-    ];
+    pub const ALL: [EmbedderId; NUM_EMBEDDERS] = variants();
 
     /// Zero-based index, 0..=12 (`embedder_index` in the meta-learning tools).
     pub fn index(self) -> usize {
@@ -99,33 +125,32 @@ impl EmbedderId {
 
     /// Fingerprint field name, e.g. `e1_semantic`.
     pub fn field(self) -> &'static str {
-        [
-            "e1_semantic",
-            "e2_temporal_recent",
-            "e3_temporal_periodic",
-            "e4_temporal_positional",
-            "e5_causal",
-            "e6_sparse",
-            "e7_code",
-            "e8_graph",
-            "e9_hdc",
-            "e10_multimodal",
-            "e11_entity",
-            "e12_late_interaction",
-            "e13_splade",
-        ][self.index()]
+        self.into()
     }
 
     /// The embedder whose fingerprint field is `field` (exact, lowercase), `None` otherwise.
     pub fn from_field(field: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|e| e.field() == field)
+        field.parse().ok()
     }
 }
 
 /// A knowledge domain (SPEC §3). Parsed case-insensitively; the meta-learning tools answer in
 /// lowercase ([`Domain::as_str`]), the ATC tools capitalised ([`Domain::display_name`]), as their
 /// seeds' schemas spell them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    IntoStaticStr,
+    strum::EnumString,
+    VariantArray,
+)]
+#[strum(serialize_all = "lowercase", ascii_case_insensitive)]
 pub enum Domain {
     /// Software engineering.
     Code,
@@ -143,14 +168,7 @@ pub enum Domain {
 
 impl Domain {
     /// Every domain, in schema order; [`Domain::index`] is the position here.
-    pub const ALL: [Domain; 6] = [
-        Domain::Code,
-        Domain::Medical,
-        Domain::Legal,
-        Domain::Creative,
-        Domain::Research,
-        Domain::General,
-    ];
+    pub const ALL: [Domain; 6] = variants();
 
     /// Number of domains (the length of per-domain arrays).
     pub const COUNT: usize = Domain::ALL.len();
@@ -162,14 +180,7 @@ impl Domain {
 
     /// Lowercase name, as the meta-learning schemas spell it (`"code"`, …).
     pub fn as_str(self) -> &'static str {
-        match self {
-            Domain::Code => "code",
-            Domain::Medical => "medical",
-            Domain::Legal => "legal",
-            Domain::Creative => "creative",
-            Domain::Research => "research",
-            Domain::General => "general",
-        }
+        self.into()
     }
 
     /// Capitalised name, as the ATC seed's schema enum spells it (`"Code"`, …, `"General"`).
@@ -187,9 +198,7 @@ impl Domain {
     /// Parse a domain name, ignoring ASCII case and surrounding whitespace. `None` for anything
     /// else.
     pub fn parse(s: &str) -> Option<Domain> {
-        Domain::ALL
-            .into_iter()
-            .find(|d| d.as_str().eq_ignore_ascii_case(s.trim()))
+        s.trim().parse().ok()
     }
 }
 

@@ -8,7 +8,9 @@ use serde_json::{Value, json};
 use super::{Tool, atc, epistemic, lessons, meta_learning, utl};
 
 /// A family of tools, the unit of a tool profile (`--tools`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// Named in snake case (`meta_learning`, `atc`, `utl`, `epistemic`, `lessons`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::IntoStaticStr, strum::VariantArray)]
+#[strum(serialize_all = "snake_case")]
 pub enum ToolFamily {
     /// λ weights, accuracy and escalation: `record_prediction`, `get_meta_learning_status`, …
     MetaLearning,
@@ -24,23 +26,11 @@ pub enum ToolFamily {
 
 impl ToolFamily {
     /// Every family, in `tools/list` order.
-    pub const ALL: [ToolFamily; 5] = [
-        ToolFamily::MetaLearning,
-        ToolFamily::Atc,
-        ToolFamily::Utl,
-        ToolFamily::Epistemic,
-        ToolFamily::Lessons,
-    ];
+    pub const ALL: [ToolFamily; 5] = crate::service::vocab::variants();
 
     /// The name used by `--tools` / `META_UTL_TOOLS`.
     pub fn name(self) -> &'static str {
-        match self {
-            ToolFamily::MetaLearning => "meta_learning",
-            ToolFamily::Atc => "atc",
-            ToolFamily::Utl => "utl",
-            ToolFamily::Epistemic => "epistemic",
-            ToolFamily::Lessons => "lessons",
-        }
+        self.into()
     }
 
     /// The family's tools.

@@ -52,8 +52,20 @@ pub struct BinStats {
     pub accuracy: Option<f64>,
 }
 
-/// Calibration status bands of SPEC §4, by ECE.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// Calibration status bands of SPEC §4, by ECE. Named as the variants are spelt (`"Excellent"`,
+/// …, `"Critical"`).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    strum::IntoStaticStr,
+    strum::VariantArray,
+)]
 pub enum CalibrationStatus {
     /// ECE < 0.05.
     Excellent,
@@ -87,13 +99,7 @@ impl CalibrationStatus {
 
     /// Name as shown on the wire (`"Excellent"`, …, `"Critical"`).
     pub fn as_str(self) -> &'static str {
-        match self {
-            CalibrationStatus::Excellent => "Excellent",
-            CalibrationStatus::Good => "Good",
-            CalibrationStatus::Acceptable => "Acceptable",
-            CalibrationStatus::Poor => "Poor",
-            CalibrationStatus::Critical => "Critical",
-        }
+        self.into()
     }
 
     /// One sentence saying what the band means. It names no level to run: which levels are

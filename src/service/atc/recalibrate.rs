@@ -12,20 +12,24 @@ use super::state::{
 use super::temperature::MIN_SAMPLES;
 use crate::service::vocab::Domain;
 
-/// A level to run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A level to run, named as the seed names it (`"EWMA Drift Tracker"`, …).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr)]
 pub enum Level {
     /// Level 1: report the EWMA drift trackers (reads only).
+    #[strum(serialize = "EWMA Drift Tracker")]
     Drift,
     /// Level 2: refit every embedder's temperature.
+    #[strum(serialize = "Temperature Scaling")]
     Temperature,
     /// Level 3: Thompson-sampling selection of the domain's session threshold, after
     /// forgetting the bandit's statistics when `reset`.
+    #[strum(serialize = "Thompson Sampling Bandit")]
     Bandit {
         /// Forget the statistics first.
         reset: bool,
     },
     /// Level 4: Bayesian optimisation of the domain's `theta_acc`.
+    #[strum(serialize = "Bayesian Meta-Optimizer")]
     Optimizer,
 }
 
@@ -37,16 +41,6 @@ impl Level {
             Level::Temperature => 2,
             Level::Bandit { .. } => 3,
             Level::Optimizer => 4,
-        }
-    }
-
-    /// The level's name (`"EWMA Drift Tracker"`, …).
-    pub fn name(self) -> &'static str {
-        match self {
-            Level::Drift => "EWMA Drift Tracker",
-            Level::Temperature => "Temperature Scaling",
-            Level::Bandit { .. } => "Thompson Sampling Bandit",
-            Level::Optimizer => "Bayesian Meta-Optimizer",
         }
     }
 }

@@ -117,8 +117,9 @@ pub fn nll_signed(t: &[f64], temperature: f64) -> f64 {
     t.iter().map(|&ti| softplus(-ti * beta)).sum::<f64>() / t.len() as f64
 }
 
-/// Which end of the range the optimum sits at.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Which end of the range the optimum sits at, named `lower` or `upper`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr)]
+#[strum(serialize_all = "lowercase")]
 pub enum RangeBound {
     /// The NLL keeps falling as T decreases: the data are separable at 0.5 (every confidence on
     /// the right side of 0.5), so the unconstrained optimum is `T → 0`.
@@ -126,16 +127,6 @@ pub enum RangeBound {
     /// The NLL keeps falling as T increases (the confidences carry less information than their
     /// size claims, up to `T → ∞`, i.e. everything toward 0.5).
     Upper,
-}
-
-impl RangeBound {
-    /// `"lower"` or `"upper"`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RangeBound::Lower => "lower",
-            RangeBound::Upper => "upper",
-        }
-    }
 }
 
 /// A fitted temperature.

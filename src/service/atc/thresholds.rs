@@ -29,8 +29,22 @@ pub fn strictness(domain: Domain) -> f64 {
     }
 }
 
-/// One of the 20 named thresholds of the catalogue (THRESHOLDS.md), in table order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// One of the 20 named thresholds of the catalogue (THRESHOLDS.md), in table order. Named in
+/// snake case (`ThetaMemorySim` is `theta_memory_sim`).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+)]
+#[strum(serialize_all = "snake_case")]
 #[allow(missing_docs)]
 pub enum ThresholdName {
     ThetaOpt,
@@ -60,58 +74,16 @@ pub const THRESHOLD_COUNT: usize = 20;
 
 impl ThresholdName {
     /// All 20 names in THRESHOLDS.md table order (also the index order of [`ThresholdName::index`]).
-    pub const ALL: [ThresholdName; THRESHOLD_COUNT] = [
-        ThresholdName::ThetaOpt,
-        ThresholdName::ThetaAcc,
-        ThresholdName::ThetaWarn,
-        ThresholdName::ThetaDup,
-        ThresholdName::ThetaEdge,
-        ThresholdName::ThetaGate,
-        ThresholdName::ThetaHypersync,
-        ThresholdName::ThetaFragmentation,
-        ThresholdName::ThetaMemorySim,
-        ThresholdName::ThetaReflexHit,
-        ThresholdName::ThetaConsolidation,
-        ThresholdName::ThetaDreamActivity,
-        ThresholdName::ThetaSemanticLeap,
-        ThresholdName::ThetaShortcutConf,
-        ThresholdName::ThetaJohari,
-        ThresholdName::ThetaBlindSpot,
-        ThresholdName::ThetaObsolescenceLow,
-        ThresholdName::ThetaObsolescenceHigh,
-        ThresholdName::ThetaObsolescenceMid,
-        ThresholdName::ThetaDriftSlope,
-    ];
+    pub const ALL: [ThresholdName; THRESHOLD_COUNT] = crate::service::vocab::variants();
 
     /// Snake-case wire name, e.g. `"theta_acc"`.
     pub fn as_str(self) -> &'static str {
-        match self {
-            ThresholdName::ThetaOpt => "theta_opt",
-            ThresholdName::ThetaAcc => "theta_acc",
-            ThresholdName::ThetaWarn => "theta_warn",
-            ThresholdName::ThetaDup => "theta_dup",
-            ThresholdName::ThetaEdge => "theta_edge",
-            ThresholdName::ThetaGate => "theta_gate",
-            ThresholdName::ThetaHypersync => "theta_hypersync",
-            ThresholdName::ThetaFragmentation => "theta_fragmentation",
-            ThresholdName::ThetaMemorySim => "theta_memory_sim",
-            ThresholdName::ThetaReflexHit => "theta_reflex_hit",
-            ThresholdName::ThetaConsolidation => "theta_consolidation",
-            ThresholdName::ThetaDreamActivity => "theta_dream_activity",
-            ThresholdName::ThetaSemanticLeap => "theta_semantic_leap",
-            ThresholdName::ThetaShortcutConf => "theta_shortcut_conf",
-            ThresholdName::ThetaJohari => "theta_johari",
-            ThresholdName::ThetaBlindSpot => "theta_blind_spot",
-            ThresholdName::ThetaObsolescenceLow => "theta_obsolescence_low",
-            ThresholdName::ThetaObsolescenceHigh => "theta_obsolescence_high",
-            ThresholdName::ThetaObsolescenceMid => "theta_obsolescence_mid",
-            ThresholdName::ThetaDriftSlope => "theta_drift_slope",
-        }
+        self.into()
     }
 
     /// Parses an exact snake-case name (`"theta_acc"`). Returns `None` for anything else.
     pub fn parse(name: &str) -> Option<ThresholdName> {
-        ThresholdName::ALL.into_iter().find(|t| t.as_str() == name)
+        name.parse().ok()
     }
 
     /// Position in [`ThresholdName::ALL`], `0..20`.

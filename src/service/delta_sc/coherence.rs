@@ -139,8 +139,10 @@ pub fn coherence(neighbours: &[f64], next_nearest: &[f64], versions: &[f64]) -> 
     }
 }
 
-/// A Johari window quadrant (Luft & Ingham 1955, as mapped by the reference UTL design).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A Johari window quadrant (Luft & Ingham 1955, as mapped by the reference UTL design). Names:
+/// `open`, `hidden`, `blind`, `unknown`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::VariantArray)]
+#[strum(serialize_all = "lowercase")]
 pub enum JohariQuadrant {
     /// ΔS ≤ θ and ΔC > θ: known and coherent.
     Open,
@@ -160,16 +162,6 @@ impl JohariQuadrant {
             (false, false) => JohariQuadrant::Hidden,
             (true, false) => JohariQuadrant::Blind,
             (true, true) => JohariQuadrant::Unknown,
-        }
-    }
-
-    /// Lowercase name: `open`, `hidden`, `blind`, `unknown`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            JohariQuadrant::Open => "open",
-            JohariQuadrant::Hidden => "hidden",
-            JohariQuadrant::Blind => "blind",
-            JohariQuadrant::Unknown => "unknown",
         }
     }
 
@@ -270,10 +262,7 @@ mod tests {
         ];
         for (s, c, q, name, action) in table {
             let got = JohariQuadrant::classify(s, c, 0.5);
-            assert_eq!(
-                (got, got.as_str(), got.suggested_action()),
-                (q, name, action)
-            );
+            assert_eq!((got, got.into(), got.suggested_action()), (q, name, action));
         }
     }
 

@@ -28,17 +28,22 @@ use super::fingerprint::{
 pub const CAUSE_TO_EFFECT_FACTOR: f64 = 1.2;
 
 /// Which distance an embedder uses; [`DistanceMethod::name`] is what `methods_used` reports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::VariantArray)]
 pub enum DistanceMethod {
-    /// `clamp(1 − cos, 0, 1)`.
+    /// `clamp(1 − cos, 0, 1)`; named `cosine_knn`.
+    #[strum(serialize = "cosine_knn")]
     Cosine,
-    /// `clamp(1.2·(1 − cos), 0, 1)`.
+    /// `clamp(1.2·(1 − cos), 0, 1)`; named `asymmetric_cosine_knn`.
+    #[strum(serialize = "asymmetric_cosine_knn")]
     AsymmetricCosine,
-    /// `1 − Σ min / Σ max` over the full vocabulary.
+    /// `1 − Σ min / Σ max` over the full vocabulary; named `weighted_jaccard_knn`.
+    #[strum(serialize = "weighted_jaccard_knn")]
     WeightedJaccard,
-    /// `clamp(1 − ½(MaxSim(a→b)/|a| + MaxSim(b→a)/|b|), 0, 1)`.
+    /// `clamp(1 − ½(MaxSim(a→b)/|a| + MaxSim(b→a)/|b|), 0, 1)`; named `maxsim_knn`.
+    #[strum(serialize = "maxsim_knn")]
     MaxSim,
-    /// `min(1, 2·h)`, `h` the normalised Hamming distance of the sign bits.
+    /// `min(1, 2·h)`, `h` the normalised Hamming distance of the sign bits; named `hamming_knn`.
+    #[strum(serialize = "hamming_knn")]
     Hamming,
 }
 
@@ -56,13 +61,7 @@ impl DistanceMethod {
 
     /// Stable snake_case name, e.g. `cosine_knn`.
     pub fn name(self) -> &'static str {
-        match self {
-            DistanceMethod::Cosine => "cosine_knn",
-            DistanceMethod::AsymmetricCosine => "asymmetric_cosine_knn",
-            DistanceMethod::WeightedJaccard => "weighted_jaccard_knn",
-            DistanceMethod::MaxSim => "maxsim_knn",
-            DistanceMethod::Hamming => "hamming_knn",
-        }
+        self.into()
     }
 }
 

@@ -27,22 +27,31 @@ pub const DEFAULT_CONFIDENCE: f64 = 0.5;
 macro_rules! wire_enum {
     ($(#[$doc:meta])* $name:ident, $field:literal, { $($(#[$vdoc:meta])* $variant:ident = $wire:literal),+ $(,)? }) => {
         $(#[$doc])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        #[derive(
+            Debug,
+            Clone,
+            Copy,
+            PartialEq,
+            Eq,
+            Hash,
+            strum::IntoStaticStr,
+            strum::EnumString,
+            strum::VariantArray,
+            strum::VariantNames,
+        )]
         pub enum $name {
-            $($(#[$vdoc])* $variant),+
+            $($(#[$vdoc])* #[strum(serialize = $wire)] $variant),+
         }
 
         impl $name {
             /// Wire names in schema order.
-            pub const NAMES: &'static [&'static str] = &[$($wire),+];
+            pub const NAMES: &'static [&'static str] = <Self as strum::VariantNames>::VARIANTS;
             /// Every value in schema order.
-            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+            pub const ALL: &'static [$name] = <Self as strum::VariantArray>::VARIANTS;
 
             /// The wire name.
             pub fn as_str(self) -> &'static str {
-                match self {
-                    $($name::$variant => $wire),+
-                }
+                self.into()
             }
 
             /// Parses a wire name (exact, lower case).
@@ -50,15 +59,11 @@ macro_rules! wire_enum {
             /// # Errors
             #[doc = concat!("[`FieldError::InvalidEnum`] naming `", $field, "` and the allowed values.")]
             pub fn parse(s: &str) -> Result<Self, FieldError> {
-                Self::ALL
-                    .iter()
-                    .copied()
-                    .find(|v| v.as_str() == s)
-                    .ok_or_else(|| FieldError::InvalidEnum {
-                        field: $field,
-                        value: s.to_owned(),
-                        allowed: Self::NAMES,
-                    })
+                s.parse().map_err(|_| FieldError::InvalidEnum {
+                    field: $field,
+                    value: s.to_owned(),
+                    allowed: Self::NAMES,
+                })
             }
         }
     };

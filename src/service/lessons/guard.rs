@@ -58,8 +58,10 @@ use std::sync::LazyLock;
 
 use super::lexical::{self, LexicalText, Op, Piece, Term, canonical_word};
 
-/// Why a proposal that scores like a lesson is nevertheless a different strategy.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Why a proposal that scores like a lesson is nevertheless a different strategy. Wire names:
+/// `reversal`, `swapped_order`, `changed_number`, `changed_target`.
+#[derive(Debug, Clone, PartialEq, Eq, strum::IntoStaticStr, strum::VariantNames)]
+#[strum(serialize_all = "snake_case")]
 pub enum GuardReason {
     /// Opposite words or operators: `increase` vs `decrease`, `<` vs `<=`.
     Reversal {
@@ -94,21 +96,11 @@ pub enum GuardReason {
 
 impl GuardReason {
     /// Wire names, in the order of [`GuardReason::wire_name`]'s variants.
-    pub const NAMES: &'static [&'static str] = &[
-        "reversal",
-        "swapped_order",
-        "changed_number",
-        "changed_target",
-    ];
+    pub const NAMES: &'static [&'static str] = <Self as strum::VariantNames>::VARIANTS;
 
     /// The wire name: `reversal`, `swapped_order`, `changed_number`, `changed_target`.
     pub fn wire_name(&self) -> &'static str {
-        match self {
-            GuardReason::Reversal { .. } => "reversal",
-            GuardReason::SwappedOrder { .. } => "swapped_order",
-            GuardReason::ChangedNumber { .. } => "changed_number",
-            GuardReason::ChangedTarget { .. } => "changed_target",
-        }
+        self.into()
     }
 
     /// The lesson's and the proposal's differing words.

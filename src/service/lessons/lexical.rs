@@ -33,40 +33,40 @@ use unicode_segmentation::UnicodeSegmentation;
 
 use super::text::normalise_strategy;
 
-/// A comparison operator or an arrow found between words.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// A comparison operator or an arrow found between words; its name ([`Op::as_str`]) is the
+/// operator as written (`→` for every arrow).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::IntoStaticStr)]
 pub enum Op {
     /// `<`
+    #[strum(serialize = "<")]
     Lt,
     /// `<=`
+    #[strum(serialize = "<=")]
     Le,
     /// `>`
+    #[strum(serialize = ">")]
     Gt,
     /// `>=`
+    #[strum(serialize = ">=")]
     Ge,
     /// `==`
+    #[strum(serialize = "==")]
     Eq,
     /// `!=`
+    #[strum(serialize = "!=")]
     Ne,
     /// `=` (assignment, as in `-refresh=false`)
+    #[strum(serialize = "=")]
     Assign,
     /// `→`, `->`, `=>`: "from the left to the right".
+    #[strum(serialize = "→")]
     Arrow,
 }
 
 impl Op {
     /// The operator as written (`→` for every arrow).
     pub fn as_str(self) -> &'static str {
-        match self {
-            Op::Lt => "<",
-            Op::Le => "<=",
-            Op::Gt => ">",
-            Op::Ge => ">=",
-            Op::Eq => "==",
-            Op::Ne => "!=",
-            Op::Assign => "=",
-            Op::Arrow => "→",
-        }
+        self.into()
     }
 
     /// Comparison operators are content (they are what a `<` → `<=` fix is about); `=` and

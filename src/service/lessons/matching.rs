@@ -38,8 +38,21 @@ pub use super::similarity::{dice_coefficient, lexical_similarity};
 use super::text::word_tokens;
 
 /// How a proposal matched a lesson. Variants are in priority order: when several lessons match,
-/// the best match type wins, then the higher score.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// the best match type wins, then the higher score. Wire names: `exact`, `contains`,
+/// `contained_in`, `similar`.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    strum::IntoStaticStr,
+    strum::VariantArray,
+)]
+#[strum(serialize_all = "snake_case")]
 pub enum MatchType {
     /// Normalised texts are equal.
     Exact,
@@ -53,21 +66,11 @@ pub enum MatchType {
 
 impl MatchType {
     /// All variants, in priority order.
-    pub const ALL: [MatchType; 4] = [
-        MatchType::Exact,
-        MatchType::Contains,
-        MatchType::ContainedIn,
-        MatchType::Similar,
-    ];
+    pub const ALL: [MatchType; 4] = crate::service::vocab::variants();
 
     /// The wire name: `exact`, `contains`, `contained_in`, `similar`.
     pub fn as_str(self) -> &'static str {
-        match self {
-            MatchType::Exact => "exact",
-            MatchType::Contains => "contains",
-            MatchType::ContainedIn => "contained_in",
-            MatchType::Similar => "similar",
-        }
+        self.into()
     }
 }
 

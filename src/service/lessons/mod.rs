@@ -54,8 +54,22 @@ pub const MAX_HISTORY_LIMIT: u32 = 1000;
 /// How many lessons of other tasks `include_related` returns.
 pub const RELATED_LESSONS: usize = 5;
 
-/// Why a strategy failed (seed `lessons-blacklist.md`, `failure_type` enum).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// Why a strategy failed (seed `lessons-blacklist.md`, `failure_type` enum). Wire names, in
+/// schema order: `ARCHITECTURAL_MISUNDERSTANDING`, `TOOL_MISUSE`, `DEPENDENCY_CONFLICT`,
+/// `LOGIC_ERROR`, `UNKNOWN`.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+    strum::VariantNames,
+)]
+#[strum(serialize_all = "SCREAMING_SNAKE_CASE")]
 pub enum FailureType {
     /// The agent misread the system's architecture.
     ArchitecturalMisunderstanding,
@@ -71,25 +85,13 @@ pub enum FailureType {
 
 impl FailureType {
     /// Wire names in schema order.
-    pub const NAMES: &'static [&'static str] = &[
-        "ARCHITECTURAL_MISUNDERSTANDING",
-        "TOOL_MISUSE",
-        "DEPENDENCY_CONFLICT",
-        "LOGIC_ERROR",
-        "UNKNOWN",
-    ];
+    pub const NAMES: &'static [&'static str] = <Self as strum::VariantNames>::VARIANTS;
     /// Every value, in schema order.
-    pub const ALL: [FailureType; 5] = [
-        FailureType::ArchitecturalMisunderstanding,
-        FailureType::ToolMisuse,
-        FailureType::DependencyConflict,
-        FailureType::LogicError,
-        FailureType::Unknown,
-    ];
+    pub const ALL: [FailureType; 5] = crate::service::vocab::variants();
 
     /// The wire name, e.g. `"TOOL_MISUSE"`.
     pub fn as_str(self) -> &'static str {
-        Self::NAMES[self as usize]
+        self.into()
     }
 
     /// Parses a wire name (exact, upper case as in the seed's enum).
@@ -97,14 +99,11 @@ impl FailureType {
     /// # Errors
     /// [`FieldError::InvalidEnum`] naming `failure_type` and the allowed values.
     pub fn parse(s: &str) -> Result<Self, FieldError> {
-        Self::ALL
-            .into_iter()
-            .find(|f| f.as_str() == s)
-            .ok_or_else(|| FieldError::InvalidEnum {
-                field: "failure_type",
-                value: s.to_owned(),
-                allowed: Self::NAMES,
-            })
+        s.parse().map_err(|_| FieldError::InvalidEnum {
+            field: "failure_type",
+            value: s.to_owned(),
+            allowed: Self::NAMES,
+        })
     }
 }
 

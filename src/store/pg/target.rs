@@ -39,8 +39,11 @@ const PASSED_ON: &[&str] = &[
     "channel_binding",
 ];
 
-/// libpq's `sslmode` values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// libpq's `sslmode` values, named in kebab case (`disable`, …, `verify-full`).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, strum::Display, strum::EnumString, strum::VariantNames,
+)]
+#[strum(serialize_all = "kebab-case")]
 pub enum SslMode {
     /// Plain TCP.
     Disable,
@@ -56,31 +59,6 @@ pub enum SslMode {
     VerifyCa,
     /// TLS with the certificate and the host name verified.
     VerifyFull,
-}
-
-impl SslMode {
-    fn as_str(self) -> &'static str {
-        match self {
-            SslMode::Disable => "disable",
-            SslMode::Allow => "allow",
-            SslMode::Prefer => "prefer",
-            SslMode::Require => "require",
-            SslMode::VerifyCa => "verify-ca",
-            SslMode::VerifyFull => "verify-full",
-        }
-    }
-
-    fn parse(s: &str) -> Option<Self> {
-        Some(match s {
-            "disable" => SslMode::Disable,
-            "allow" => SslMode::Allow,
-            "prefer" => SslMode::Prefer,
-            "require" => SslMode::Require,
-            "verify-ca" => SslMode::VerifyCa,
-            "verify-full" => SslMode::VerifyFull,
-            _ => return None,
-        })
-    }
 }
 
 /// A PostgreSQL database to connect to, parsed from `--db postgres://…`.
@@ -181,11 +159,9 @@ impl Target {
             let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
             match key {
                 "sslmode" => {
-                    ssl = SslMode::parse(value).ok_or_else(|| {
-                        bad(format!(
-                            "sslmode={value} is not one of disable, allow, prefer, require, \
-                             verify-ca, verify-full"
-                        ))
+                    ssl = value.parse().map_err(|_| {
+                        let names = <SslMode as strum::VariantNames>::VARIANTS.join(", ");
+                        bad(format!("sslmode={value} is not one of {names}"))
                     })?;
                 }
                 "sslrootcert" => {
@@ -326,7 +302,7 @@ impl Target {
                 "the TLS connection failed with sslmode={}: set ?sslmode= in the URL to what \
                  the server offers (disable for a server without TLS; verify-full with \
                  sslrootcert=FILE for a private certificate authority)",
-                self.ssl.as_str()
+                self.ssl
             ));
         }
         if host_name(&self.config).contains('@') {

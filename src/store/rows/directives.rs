@@ -11,8 +11,12 @@ use crate::store::{StoreError, from_us};
 /// migration), beside `service::lessons::DEFAULT_ACTOR` for a person.
 pub const SERVER_ACTOR: &str = "meta-utl-mcp";
 
-/// The kinds of intervention.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The kinds of intervention, named in UPPER_SNAKE case (`MANUAL_FIX`, `FEEDBACK`, `OVERRIDE`,
+/// `ESCALATION`).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::EnumString, strum::VariantArray,
+)]
+#[strum(serialize_all = "SCREAMING_SNAKE_CASE")]
 pub enum InterventionType {
     /// A human fixed something by hand.
     ManualFix,
@@ -26,26 +30,16 @@ pub enum InterventionType {
 
 impl InterventionType {
     /// Every type, in schema order.
-    pub const ALL: [InterventionType; 4] = [
-        InterventionType::ManualFix,
-        InterventionType::Feedback,
-        InterventionType::Override,
-        InterventionType::Escalation,
-    ];
+    pub const ALL: [InterventionType; 4] = crate::service::vocab::variants();
 
     /// UPPER_SNAKE name as on the wire.
     pub fn as_str(self) -> &'static str {
-        match self {
-            InterventionType::ManualFix => "MANUAL_FIX",
-            InterventionType::Feedback => "FEEDBACK",
-            InterventionType::Override => "OVERRIDE",
-            InterventionType::Escalation => "ESCALATION",
-        }
+        self.into()
     }
 
     /// Parse an UPPER_SNAKE name (exact).
     pub fn parse(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|t| t.as_str() == s)
+        s.parse().ok()
     }
 }
 

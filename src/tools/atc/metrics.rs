@@ -16,15 +16,19 @@ use crate::tools::wire::{Choice, OneOf, Timestamp, Validate};
 use crate::tools::{Annotations, Answer, ReadCtx, ReadTool, ToolDef, ToolError};
 
 /// How far back `get_calibration_metrics` looks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::VariantArray)]
 pub enum Timeframe {
-    /// The last hour.
+    /// The last hour: `1h`.
+    #[strum(serialize = "1h")]
     Hour,
-    /// The last 24 hours.
+    /// The last 24 hours: `24h`.
+    #[strum(serialize = "24h")]
     Day,
-    /// The last 7 days.
+    /// The last 7 days: `7d`.
+    #[strum(serialize = "7d")]
     Week,
-    /// The last 30 days.
+    /// The last 30 days: `30d`.
+    #[strum(serialize = "30d")]
     Month,
 }
 
@@ -41,20 +45,10 @@ impl Timeframe {
 }
 
 impl Choice for Timeframe {
-    const ALL: &'static [Self] = &[
-        Timeframe::Hour,
-        Timeframe::Day,
-        Timeframe::Week,
-        Timeframe::Month,
-    ];
+    const ALL: &'static [Self] = <Self as strum::VariantArray>::VARIANTS;
     const CASE_INSENSITIVE: bool = true;
     fn name(self) -> &'static str {
-        match self {
-            Timeframe::Hour => "1h",
-            Timeframe::Day => "24h",
-            Timeframe::Week => "7d",
-            Timeframe::Month => "30d",
-        }
+        self.into()
     }
 }
 

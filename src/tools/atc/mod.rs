@@ -78,13 +78,7 @@ impl Choice for ThresholdName {
 }
 
 impl Choice for CalibrationStatus {
-    const ALL: &'static [Self] = &[
-        CalibrationStatus::Excellent,
-        CalibrationStatus::Good,
-        CalibrationStatus::Acceptable,
-        CalibrationStatus::Poor,
-        CalibrationStatus::Critical,
-    ];
+    const ALL: &'static [Self] = <Self as strum::VariantArray>::VARIANTS;
     const CASE_INSENSITIVE: bool = false;
     fn name(self) -> &'static str {
         self.as_str()

@@ -226,7 +226,7 @@ impl From<&Recalibration> for RecalibrationAnswer {
             success: error.is_none(),
             recalibration: RecalibrationOut {
                 level: LevelNo(r.level.number()),
-                level_name: r.level.name(),
+                level_name: r.level.into(),
                 action: r.action().into(),
                 description: description(r),
                 domain: OneOf(AtcDomain(r.domain)),

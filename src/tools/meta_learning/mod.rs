@@ -114,16 +114,12 @@ impl Choice for ResetScope {
     const ALL: &'static [Self] = &ResetScope::ALL;
     const CASE_INSENSITIVE: bool = false;
     fn name(self) -> &'static str {
-        self.as_str()
+        self.into()
     }
 }
 
 impl Choice for EscalationStatus {
-    const ALL: &'static [Self] = &[
-        EscalationStatus::Normal,
-        EscalationStatus::BayesianPending,
-        EscalationStatus::HumanReviewRequired,
-    ];
+    const ALL: &'static [Self] = <Self as strum::VariantArray>::VARIANTS;
     const CASE_INSENSITIVE: bool = false;
     fn name(self) -> &'static str {
         self.as_str()
@@ -131,11 +127,7 @@ impl Choice for EscalationStatus {
 }
 
 impl Choice for LifecycleStage {
-    const ALL: &'static [Self] = &[
-        LifecycleStage::Infancy,
-        LifecycleStage::Growth,
-        LifecycleStage::Maturity,
-    ];
+    const ALL: &'static [Self] = <Self as strum::VariantArray>::VARIANTS;
     const CASE_INSENSITIVE: bool = false;
     fn name(self) -> &'static str {
         self.as_str()
@@ -143,10 +135,10 @@ impl Choice for LifecycleStage {
 }
 
 impl Choice for Method {
-    const ALL: &'static [Self] = &[Method::Gradient, Method::Bayesian, Method::None];
+    const ALL: &'static [Self] = <Self as strum::VariantArray>::VARIANTS;
     const CASE_INSENSITIVE: bool = false;
     fn name(self) -> &'static str {
-        self.as_str()
+        self.into()
     }
 }
 

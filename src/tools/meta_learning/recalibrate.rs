@@ -83,7 +83,7 @@ impl WriteTool for TriggerLambdaRecalibration {
         if let Some((before, after)) = done.lambda_change {
             let what = format!(
                 "manual {} λ recalibration: λ_s {:.4} -> {:.4}",
-                done.plan.method.as_str(),
+                done.plan.method,
                 before.s(),
                 after.s()
             );

@@ -14,26 +14,15 @@ use crate::tools::meta_learning::LambdaPair;
 use crate::tools::wire::{Choice, OneOf, WireUuid};
 
 impl Choice for JohariQuadrant {
-    const ALL: &'static [Self] = &[
-        JohariQuadrant::Open,
-        JohariQuadrant::Hidden,
-        JohariQuadrant::Blind,
-        JohariQuadrant::Unknown,
-    ];
+    const ALL: &'static [Self] = <Self as strum::VariantArray>::VARIANTS;
     const CASE_INSENSITIVE: bool = false;
     fn name(self) -> &'static str {
-        self.as_str()
+        self.into()
     }
 }
 
 impl Choice for DistanceMethod {
-    const ALL: &'static [Self] = &[
-        DistanceMethod::Cosine,
-        DistanceMethod::AsymmetricCosine,
-        DistanceMethod::WeightedJaccard,
-        DistanceMethod::MaxSim,
-        DistanceMethod::Hamming,
-    ];
+    const ALL: &'static [Self] = <Self as strum::VariantArray>::VARIANTS;
     const CASE_INSENSITIVE: bool = false;
     fn name(self) -> &'static str {
         DistanceMethod::name(self)
