@@ -876,8 +876,8 @@ fn add(p: &mut Parsed, r: Record, now: DateTime<Utc>) -> Result<(), String> {
         } => {
             let kind = InterventionType::parse(&intervention_type).ok_or_else(|| {
                 format!(
-                    "directive: intervention_type {intervention_type:?} is not one of \
-                     MANUAL_FIX, FEEDBACK, OVERRIDE, ESCALATION"
+                    "directive: intervention_type {intervention_type:?} is not one of {}",
+                    <InterventionType as strum::VariantNames>::VARIANTS.join(", ")
                 )
             })?;
             if let Some(t) = &task_id {

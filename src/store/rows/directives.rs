@@ -14,7 +14,15 @@ pub const SERVER_ACTOR: &str = "meta-utl-mcp";
 /// The kinds of intervention, named in UPPER_SNAKE case (`MANUAL_FIX`, `FEEDBACK`, `OVERRIDE`,
 /// `ESCALATION`).
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::EnumString, strum::VariantArray,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+    strum::VariantNames,
 )]
 #[strum(serialize_all = "SCREAMING_SNAKE_CASE")]
 pub enum InterventionType {
