@@ -25,7 +25,7 @@ use std::hint::black_box;
 use meta_utl_mcp::service::delta_sc::{E1Index, Fingerprint};
 use meta_utl_mcp::store::{DbPath, Store};
 use meta_utl_mcp::tools::App;
-use meta_utl_mcp::tools::utl::{ComputeInput, parse_fast};
+use meta_utl_mcp::tools::delta_sc::{ComputeInput, parse_fast};
 use rand::{RngExt, SeedableRng, rngs::StdRng};
 use serde_json::{Value, json};
 use uuid::Uuid;

@@ -310,7 +310,7 @@ impl From<FamilyArg> for ToolFamily {
         match f {
             FamilyArg::MetaLearning => ToolFamily::MetaLearning,
             FamilyArg::Atc => ToolFamily::Atc,
-            FamilyArg::Utl => ToolFamily::Utl,
+            FamilyArg::Utl => ToolFamily::DeltaSc,
             FamilyArg::Epistemic => ToolFamily::Epistemic,
             FamilyArg::Lessons => ToolFamily::Lessons,
         }

@@ -11,7 +11,7 @@ use meta_utl_mcp::service::delta_sc::{
 };
 use meta_utl_mcp::service::lessons::{NewLesson, search_terms};
 use meta_utl_mcp::service::vocab::EmbedderId;
-use meta_utl_mcp::store::{Store, StoreError, lessons as lesson_store, vertices};
+use meta_utl_mcp::store::{Store, StoreError, delta_sc as vertices, lessons as lesson_store};
 use rand::RngExt;
 use rand::rngs::StdRng;
 use serde_json::{Map, Value, json};

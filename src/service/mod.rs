@@ -20,7 +20,7 @@ pub enum Family {
     /// Adaptive threshold calibration: thresholds, temperatures, bandits, drift, windows.
     Atc,
     /// Vertex store: the E1 index and the running distance distributions of `delta_sc`.
-    Vertices,
+    DeltaSc,
 }
 
 impl Family {
@@ -42,7 +42,7 @@ pub struct MetaLearningService {
     /// Meta-learning state (λ, windows, escalation).
     pub meta: meta::MetaState,
     /// The vertex family's cache (E1 index, distance distributions).
-    pub vertices: delta_sc::VertexCache,
+    pub delta_sc: delta_sc::VertexCache,
     /// Adaptive threshold calibration state (thresholds, temperatures, bandits, windows).
     pub atc: atc::AtcState,
     /// Store version each cached family was loaded at, in [`Family::ALL`] order; `-1` = stale.
@@ -54,7 +54,7 @@ impl MetaLearningService {
     pub fn new() -> Self {
         MetaLearningService {
             meta: meta::MetaState::default(),
-            vertices: delta_sc::VertexCache::default(),
+            delta_sc: delta_sc::VertexCache::default(),
             atc: atc::AtcState::new(),
             loaded_versions: [-1; Family::ALL.len()],
         }

@@ -20,6 +20,7 @@ pub mod admin;
 pub mod atc;
 pub mod attempts;
 pub mod beliefs;
+pub mod delta_sc;
 pub mod directives;
 pub mod lesson_vectors;
 pub mod lessons;
@@ -29,7 +30,6 @@ pub mod projects;
 pub mod request_keys;
 mod rows;
 mod sqlite;
-pub mod vertices;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -505,7 +505,7 @@ enum StoreBackend {
 fn family_key(f: Family) -> &'static str {
     match f {
         Family::Meta => "meta",
-        Family::Vertices => "vertices",
+        Family::DeltaSc => "vertices",
         Family::Atc => "atc",
     }
 }
@@ -562,7 +562,7 @@ pub fn sync(db: &Db<'_>, svc: &mut MetaLearningService) -> Result<(), StoreError
         }
         match family {
             Family::Meta => svc.meta = meta::load(db)?,
-            Family::Vertices => vertices::refresh(db, &mut svc.vertices)?,
+            Family::DeltaSc => delta_sc::refresh(db, &mut svc.delta_sc)?,
             Family::Atc => svc.atc = atc::load(db)?,
         }
         svc.loaded_versions[i] = stored[i];

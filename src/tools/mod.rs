@@ -11,12 +11,12 @@
 
 pub mod app;
 pub mod atc;
+pub mod delta_sc;
 pub mod epistemic;
 pub mod lessons;
 pub mod meta_learning;
 pub mod redaction;
 pub mod registry;
-pub mod utl;
 pub mod wire;
 
 use chrono::{DateTime, Utc};

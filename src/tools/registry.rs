@@ -5,7 +5,7 @@ use std::sync::LazyLock;
 
 use serde_json::{Value, json};
 
-use super::{Tool, atc, epistemic, lessons, meta_learning, utl};
+use super::{Tool, atc, delta_sc, epistemic, lessons, meta_learning};
 
 /// A family of tools, the unit of a tool profile (`--tools`).
 /// Named in snake case (`meta_learning`, `atc`, `utl`, `epistemic`, `lessons`).
@@ -17,7 +17,7 @@ pub enum ToolFamily {
     /// Adaptive threshold calibration: `record_calibration_observations`, …
     Atc,
     /// Surprise and coherence of memory updates: `gwt_compute_delta_sc`.
-    Utl,
+    DeltaSc,
     /// The belief workspace: `epistemic_action`.
     Epistemic,
     /// Lessons, the strategy blacklist and directives.
@@ -38,7 +38,7 @@ impl ToolFamily {
         match self {
             ToolFamily::MetaLearning => meta_learning::TOOLS,
             ToolFamily::Atc => atc::TOOLS,
-            ToolFamily::Utl => utl::TOOLS,
+            ToolFamily::DeltaSc => delta_sc::TOOLS,
             ToolFamily::Epistemic => epistemic::TOOLS,
             ToolFamily::Lessons => lessons::TOOLS,
         }
@@ -74,7 +74,7 @@ impl ToolFamily {
                  matches reality, and trigger_recalibration adjusts the thresholds when it \
                  drifts."
             }
-            ToolFamily::Utl => {
+            ToolFamily::DeltaSc => {
                 "Memory updates: with an embedding pipeline that produces all 13 vectors, \
                  gwt_compute_delta_sc scores how surprising and how coherent an update is; close \
                  its prediction_id later with record_prediction."

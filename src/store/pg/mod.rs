@@ -25,6 +25,7 @@ pub mod admin;
 pub mod atc;
 pub mod attempts;
 pub mod beliefs;
+pub mod delta_sc;
 pub mod directives;
 pub mod lesson_vectors;
 pub mod lessons;
@@ -34,7 +35,6 @@ pub(crate) mod request_keys;
 mod target;
 #[cfg(test)]
 pub(crate) mod testing;
-pub mod vertices;
 
 use std::cell::RefCell;
 use std::collections::HashMap;

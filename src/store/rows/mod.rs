@@ -6,13 +6,13 @@ pub(crate) mod admin;
 pub(crate) mod atc;
 pub(crate) mod attempts;
 pub(crate) mod beliefs;
+pub(crate) mod delta_sc;
 pub(crate) mod directives;
 pub(crate) mod lesson_vectors;
 pub(crate) mod lessons;
 pub(crate) mod meta;
 pub(crate) mod projects;
 pub(crate) mod request_keys;
-pub(crate) mod vertices;
 
 /// One stored row as a backend reads it, column by index (0-based): what the named `Raw*`
 /// shapes are built from, so that each shape's column order is written once, next to the

@@ -6,7 +6,7 @@ use rusqlite::Connection;
 
 use super::super::{APPLICATION_ID, family_key};
 use super::{
-    atc, attempts, beliefs, directives, lesson_vectors, lessons, meta, request_keys, vertices,
+    atc, attempts, beliefs, delta_sc, directives, lesson_vectors, lessons, meta, request_keys,
 };
 use crate::service::Family;
 
@@ -19,7 +19,7 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     Migration::sql(atc::MIGRATION),
     Migration::sql(beliefs::MIGRATION),
     Migration::sql(lessons::MIGRATION),
-    Migration::sql(vertices::MIGRATION),
+    Migration::sql(delta_sc::MIGRATION),
     Migration {
         sql: meta::MIGRATION_WINDOWS,
         data: Some(meta::split_windows),

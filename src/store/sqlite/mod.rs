@@ -18,6 +18,7 @@ pub(crate) mod beliefs;
 pub(crate) mod checkpoint;
 mod companions;
 mod create;
+pub(crate) mod delta_sc;
 pub(crate) mod directives;
 mod file;
 pub(crate) mod health;
@@ -28,7 +29,6 @@ pub(crate) mod migrate;
 pub(crate) mod open;
 pub(crate) mod projects;
 pub(crate) mod request_keys;
-pub(crate) mod vertices;
 
 pub use migrate::SCHEMA_VERSION;
 pub(crate) use migrate::migrate;

@@ -1,4 +1,4 @@
-//! The SQLite side of [`crate::store::vertices`]: its SQL, the family's migrations and their
+//! The SQLite side of [`crate::store::delta_sc`]: its SQL, the family's migrations and their
 //! data steps.
 
 use chrono::{DateTime, Utc};
@@ -10,7 +10,7 @@ use crate::service::delta_sc::{
     surprise::HISTOGRAM_BINS,
 };
 use crate::service::vocab::NUM_EMBEDDERS;
-use crate::store::rows::vertices::{
+use crate::store::rows::delta_sc::{
     decode_fingerprint, encode_e1, encode_fingerprint, histogram_rows, put_histogram, refresh_index,
 };
 use crate::store::{StoreError, to_us};
@@ -43,7 +43,7 @@ fn sql_type(e: rusqlite::types::FromSqlError) -> StoreError {
     StoreError::Corrupt(format!("vertex row has a column of the wrong type: {e}"))
 }
 
-/// [`crate::store::vertices::refresh`] on SQLite.
+/// [`crate::store::delta_sc::refresh`] on SQLite.
 pub(crate) fn refresh(conn: &Connection, cache: &mut VertexCache) -> Result<(), StoreError> {
     let (max_seq, count): (i64, i64) = conn.query_row(
         "SELECT COALESCE(MAX(seq), 0), COUNT(*) FROM vertices",
@@ -76,7 +76,7 @@ pub(crate) fn refresh(conn: &Connection, cache: &mut VertexCache) -> Result<(), 
     Ok(())
 }
 
-/// [`crate::store::vertices::load_normalizer`] on SQLite.
+/// [`crate::store::delta_sc::load_normalizer`] on SQLite.
 pub(crate) fn load_normalizer(conn: &Connection) -> Result<SurpriseNormalizer, StoreError> {
     let mut counts = vec![vec![0u64; HISTOGRAM_BINS]; NUM_EMBEDDERS];
     let mut stmt = conn.prepare_cached("SELECT embedder_index, counts FROM surprise_histograms")?;
@@ -101,7 +101,7 @@ pub(crate) fn save_normalizer(conn: &Connection, n: &SurpriseNormalizer) -> Resu
     Ok(())
 }
 
-/// [`crate::store::vertices::load_vertex`] on SQLite.
+/// [`crate::store::delta_sc::load_vertex`] on SQLite.
 pub(crate) fn load_vertex(conn: &Connection, id: Uuid) -> Result<Option<StoredVertex>, StoreError> {
     let Some(current) = load_current(conn, id)? else {
         return Ok(None);
@@ -119,7 +119,7 @@ pub(crate) fn load_vertex(conn: &Connection, id: Uuid) -> Result<Option<StoredVe
     Ok(Some(StoredVertex { current, versions }))
 }
 
-/// [`crate::store::vertices::load_current`] on SQLite.
+/// [`crate::store::delta_sc::load_current`] on SQLite.
 pub(crate) fn load_current(conn: &Connection, id: Uuid) -> Result<Option<Fingerprint>, StoreError> {
     let mut stmt = conn.prepare_cached("SELECT fingerprint FROM vertices WHERE id = ?1")?;
     let mut rows = stmt.query([id.to_string()])?;
@@ -129,7 +129,7 @@ pub(crate) fn load_current(conn: &Connection, id: Uuid) -> Result<Option<Fingerp
         .transpose()
 }
 
-/// [`crate::store::vertices::persist`] on SQLite.
+/// [`crate::store::delta_sc::persist`] on SQLite.
 pub(crate) fn persist(
     conn: &Connection,
     write: &VertexWrite<'_>,
@@ -166,7 +166,7 @@ pub(crate) fn persist(
     Ok(seq)
 }
 
-/// [`crate::store::vertices::put_current`] on SQLite.
+/// [`crate::store::delta_sc::put_current`] on SQLite.
 pub(crate) fn put_current(
     conn: &Connection,
     id: Uuid,
@@ -192,7 +192,7 @@ pub(crate) fn put_current(
     Ok(seq)
 }
 
-/// [`crate::store::vertices::count`] on SQLite.
+/// [`crate::store::delta_sc::count`] on SQLite.
 pub(crate) fn count(conn: &Connection) -> Result<usize, StoreError> {
     let n: i64 = conn.query_row("SELECT COUNT(*) FROM vertices", [], |r| r.get(0))?;
     Ok(n as usize)

@@ -20,7 +20,7 @@ use crate::service::delta_sc::{
     Fingerprint, Hit, NearbyVertex, StoredContext, StoredVertex, SurpriseNormalizer, VertexCache,
     VertexWrite,
 };
-pub use crate::store::rows::vertices::{decode_fingerprint, encode_fingerprint};
+pub use crate::store::rows::delta_sc::{decode_fingerprint, encode_fingerprint};
 use crate::store::{Db, StoreError};
 
 /// Bring `cache` up to date with the store: new or changed vertex rows since
@@ -32,8 +32,8 @@ use crate::store::{Db, StoreError};
 /// [`StoreError`] on SQL failure or corrupt rows.
 pub fn refresh(db: &Db<'_>, cache: &mut VertexCache) -> Result<(), StoreError> {
     match db.backend() {
-        Backend::Sqlite(conn) => sqlite::vertices::refresh(conn, cache),
-        Backend::Postgres(pg) => pg::vertices::refresh(pg, cache),
+        Backend::Sqlite(conn) => sqlite::delta_sc::refresh(conn, cache),
+        Backend::Postgres(pg) => pg::delta_sc::refresh(pg, cache),
     }
 }
 
@@ -43,8 +43,8 @@ pub fn refresh(db: &Db<'_>, cache: &mut VertexCache) -> Result<(), StoreError> {
 /// [`StoreError`] on SQL failure or a malformed row.
 pub fn load_normalizer(db: &Db<'_>) -> Result<SurpriseNormalizer, StoreError> {
     match db.backend() {
-        Backend::Sqlite(conn) => sqlite::vertices::load_normalizer(conn),
-        Backend::Postgres(pg) => pg::vertices::load_normalizer(pg),
+        Backend::Sqlite(conn) => sqlite::delta_sc::load_normalizer(conn),
+        Backend::Postgres(pg) => pg::delta_sc::load_normalizer(pg),
     }
 }
 
@@ -54,8 +54,8 @@ pub fn load_normalizer(db: &Db<'_>) -> Result<SurpriseNormalizer, StoreError> {
 /// [`StoreError`] on SQL failure or corrupt blobs.
 pub fn load_vertex(db: &Db<'_>, id: Uuid) -> Result<Option<StoredVertex>, StoreError> {
     match db.backend() {
-        Backend::Sqlite(conn) => sqlite::vertices::load_vertex(conn, id),
-        Backend::Postgres(pg) => pg::vertices::load_vertex(pg, id),
+        Backend::Sqlite(conn) => sqlite::delta_sc::load_vertex(conn, id),
+        Backend::Postgres(pg) => pg::delta_sc::load_vertex(pg, id),
     }
 }
 
@@ -65,8 +65,8 @@ pub fn load_vertex(db: &Db<'_>, id: Uuid) -> Result<Option<StoredVertex>, StoreE
 /// [`StoreError`] on SQL failure or a corrupt blob.
 pub fn load_current(db: &Db<'_>, id: Uuid) -> Result<Option<Fingerprint>, StoreError> {
     match db.backend() {
-        Backend::Sqlite(conn) => sqlite::vertices::load_current(conn, id),
-        Backend::Postgres(pg) => pg::vertices::load_current(pg, id),
+        Backend::Sqlite(conn) => sqlite::delta_sc::load_current(conn, id),
+        Backend::Postgres(pg) => pg::delta_sc::load_current(pg, id),
     }
 }
 
@@ -107,8 +107,8 @@ pub fn persist(
     now: DateTime<Utc>,
 ) -> Result<i64, StoreError> {
     match db.backend() {
-        Backend::Sqlite(conn) => sqlite::vertices::persist(conn, write, now),
-        Backend::Postgres(pg) => pg::vertices::persist(pg, write, now),
+        Backend::Sqlite(conn) => sqlite::delta_sc::persist(conn, write, now),
+        Backend::Postgres(pg) => pg::delta_sc::persist(pg, write, now),
     }
 }
 
@@ -124,8 +124,8 @@ pub fn put_current(
     now: DateTime<Utc>,
 ) -> Result<i64, StoreError> {
     match db.backend() {
-        Backend::Sqlite(conn) => sqlite::vertices::put_current(conn, id, fp, now),
-        Backend::Postgres(pg) => pg::vertices::put_current(pg, id, fp, now),
+        Backend::Sqlite(conn) => sqlite::delta_sc::put_current(conn, id, fp, now),
+        Backend::Postgres(pg) => pg::delta_sc::put_current(pg, id, fp, now),
     }
 }
 
@@ -135,8 +135,8 @@ pub fn put_current(
 /// [`StoreError`] on SQL failure.
 pub fn count(db: &Db<'_>) -> Result<usize, StoreError> {
     match db.backend() {
-        Backend::Sqlite(conn) => sqlite::vertices::count(conn),
-        Backend::Postgres(pg) => pg::vertices::count(pg),
+        Backend::Sqlite(conn) => sqlite::delta_sc::count(conn),
+        Backend::Postgres(pg) => pg::delta_sc::count(pg),
     }
 }
 

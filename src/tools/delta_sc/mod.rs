@@ -3,7 +3,7 @@
 //! close later.
 //!
 //! Contract: SPEC §4 utl and seeds/compute-delta-sc.md. The decision is the service's update
-//! plan (`service::delta_sc::plan_update`); persistence is `store::vertices` and
+//! plan (`service::delta_sc::plan_update`); persistence is `store::delta_sc` and
 //! `store::meta::open_prediction`. Here: the arguments ([`ComputeInput`], with the fingerprint
 //! reader in [`fingerprint`] and its schema in [`schema`]), the handler, and the answer
 //! ([`answer`]).
@@ -28,8 +28,8 @@ use crate::service::Family;
 use crate::service::delta_sc::coherence::JOHARI_DEFAULT;
 use crate::service::delta_sc::{DeltaScError, EmbedderKind, Learner, UpdateRequest, plan_update};
 use crate::service::vocab::EmbedderId;
+use crate::store::delta_sc as vertex_store;
 use crate::store::meta::{self as meta_store, OpenPrediction};
-use crate::store::vertices;
 pub use answer::DeltaScAnswer;
 use answer::Reply;
 pub use fast::parse_fast;
@@ -123,7 +123,7 @@ impl ToolDef for ComputeDeltaSc {
 }
 
 impl WriteTool for ComputeDeltaSc {
-    const FAMILIES: &'static [Family] = &[Family::Vertices];
+    const FAMILIES: &'static [Family] = &[Family::DeltaSc];
 
     fn run(
         ctx: &mut WriteCtx<'_>,
@@ -131,14 +131,14 @@ impl WriteTool for ComputeDeltaSc {
     ) -> Result<Answer<DeltaScAnswer>, ToolError> {
         let started = Instant::now();
         let request = input.request();
-        let nearby = ctx.svc.vertices.nearby(request.new, request.vertex_id);
-        let stored = vertices::load_context(ctx.db, request.vertex_id, &nearby)?;
+        let nearby = ctx.svc.delta_sc.nearby(request.new, request.vertex_id);
+        let stored = vertex_store::load_context(ctx.db, request.vertex_id, &nearby)?;
         let learner = Learner {
             lambdas: ctx.svc.meta.lambdas,
             weights: ctx.svc.meta.embedder_weights(),
         };
         let plan =
-            plan_update(&request, &ctx.svc.vertices, &stored, learner).map_err(|e| match e {
+            plan_update(&request, &ctx.svc.delta_sc, &stored, learner).map_err(|e| match e {
                 DeltaScError::Weights(_) => ToolError::Internal(e.to_string()),
                 _ => ToolError::invalid(e.to_string()),
             })?;
@@ -156,9 +156,9 @@ impl WriteTool for ComputeDeltaSc {
         )?;
         let persisted = plan.write.is_some();
         if let Some(write) = plan.write {
-            let seq = vertices::persist(ctx.db, &write, ctx.now)?;
+            let seq = vertex_store::persist(ctx.db, &write, ctx.now)?;
             ctx.svc
-                .vertices
+                .delta_sc
                 .apply(write, seq)
                 .map_err(|e| ToolError::Internal(e.to_string()))?;
         }

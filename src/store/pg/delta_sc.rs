@@ -1,4 +1,4 @@
-//! PostgreSQL twin of `store/vertices.rs`: vertices (current fingerprint and E1 vector under a
+//! PostgreSQL twin of `store/delta_sc.rs`: vertices (current fingerprint and E1 vector under a
 //! change sequence number), their kept versions, and the surprise histograms. Blobs are
 //! encoded and decoded by the functions of `rows/vertices.rs`.
 
@@ -11,12 +11,12 @@ use crate::service::delta_sc::{
     surprise::HISTOGRAM_BINS,
 };
 use crate::service::vocab::NUM_EMBEDDERS;
-use crate::store::rows::vertices::{
+use crate::store::rows::delta_sc::{
     decode_fingerprint, encode_e1, encode_fingerprint, histogram_rows, put_histogram, refresh_index,
 };
 use crate::store::{StoreError, to_us};
 
-/// [`crate::store::vertices::refresh`] on PostgreSQL.
+/// [`crate::store::delta_sc::refresh`] on PostgreSQL.
 ///
 /// # Errors
 /// [`StoreError`] on failure or corrupt rows.
@@ -45,7 +45,7 @@ pub fn refresh(pg: &Pg, cache: &mut VertexCache) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// [`crate::store::vertices::load_normalizer`] on PostgreSQL.
+/// [`crate::store::delta_sc::load_normalizer`] on PostgreSQL.
 ///
 /// # Errors
 /// [`StoreError`] on failure or a malformed row.
@@ -60,7 +60,7 @@ pub fn load_normalizer(pg: &Pg) -> Result<SurpriseNormalizer, StoreError> {
     SurpriseNormalizer::from_counts(counts).map_err(|e| StoreError::Corrupt(e.to_string()))
 }
 
-/// `store::vertices::save_normalizer` on PostgreSQL.
+/// `store::delta_sc::save_normalizer` on PostgreSQL.
 ///
 /// # Errors
 /// [`StoreError`] on failure.
@@ -75,7 +75,7 @@ pub fn save_normalizer(pg: &Pg, n: &SurpriseNormalizer) -> Result<(), StoreError
     Ok(())
 }
 
-/// [`crate::store::vertices::load_vertex`] on PostgreSQL.
+/// [`crate::store::delta_sc::load_vertex`] on PostgreSQL.
 ///
 /// # Errors
 /// [`StoreError`] on failure or corrupt blobs.
@@ -94,7 +94,7 @@ pub fn load_vertex(pg: &Pg, id: Uuid) -> Result<Option<StoredVertex>, StoreError
     Ok(Some(StoredVertex { current, versions }))
 }
 
-/// [`crate::store::vertices::load_current`] on PostgreSQL.
+/// [`crate::store::delta_sc::load_current`] on PostgreSQL.
 ///
 /// # Errors
 /// [`StoreError`] on failure or a corrupt blob.
@@ -107,7 +107,7 @@ pub fn load_current(pg: &Pg, id: Uuid) -> Result<Option<Fingerprint>, StoreError
     .transpose()
 }
 
-/// [`crate::store::vertices::persist`] on PostgreSQL.
+/// [`crate::store::delta_sc::persist`] on PostgreSQL.
 ///
 /// # Errors
 /// [`StoreError`] on failure.
@@ -141,7 +141,7 @@ pub fn persist(pg: &Pg, write: &VertexWrite<'_>, now: DateTime<Utc>) -> Result<i
     Ok(seq)
 }
 
-/// [`crate::store::vertices::put_current`] on PostgreSQL.
+/// [`crate::store::delta_sc::put_current`] on PostgreSQL.
 ///
 /// # Errors
 /// [`StoreError`] on failure.
@@ -168,7 +168,7 @@ pub fn put_current(
     Ok(seq)
 }
 
-/// [`crate::store::vertices::count`] on PostgreSQL.
+/// [`crate::store::delta_sc::count`] on PostgreSQL.
 ///
 /// # Errors
 /// [`StoreError`] on failure.
