@@ -278,17 +278,24 @@ pub(crate) fn find_by_strategy(
     key: &TaskKey,
     normalised_strategy: &str,
 ) -> Result<Option<Lesson>, StoreError> {
-    conn.prepare_cached(&format!(
-        "SELECT {COLUMNS} FROM lessons l
-         WHERE l.project = ?3 AND l.task_key = ?1 AND l.normalised_strategy = ?2"
-    ))?
-    .query_row(
+    one(
+        conn,
+        "l.project = ?3 AND l.task_key = ?1 AND l.normalised_strategy = ?2",
         params![key.as_str(), normalised_strategy, project],
-        raw_lesson,
     )
-    .optional()?
-    .map(lesson_from_raw)
-    .transpose()
+}
+
+/// The lesson matching `filter` (SQL over `lessons l`, with `args`), if any.
+fn one(
+    conn: &Connection,
+    filter: &str,
+    args: impl rusqlite::Params,
+) -> Result<Option<Lesson>, StoreError> {
+    conn.prepare_cached(&format!("SELECT {COLUMNS} FROM lessons l WHERE {filter}"))?
+        .query_row(args, raw_lesson)
+        .optional()?
+        .map(lesson_from_raw)
+        .transpose()
 }
 
 /// [`crate::store::lessons::get`] on SQLite.
@@ -297,13 +304,11 @@ pub(crate) fn get(
     project: &str,
     id: Uuid,
 ) -> Result<Option<Lesson>, StoreError> {
-    conn.prepare_cached(&format!(
-        "SELECT {COLUMNS} FROM lessons l WHERE l.id = ?1 AND l.project = ?2"
-    ))?
-    .query_row(params![id.to_string(), project], raw_lesson)
-    .optional()?
-    .map(lesson_from_raw)
-    .transpose()
+    one(
+        conn,
+        "l.id = ?1 AND l.project = ?2",
+        params![id.to_string(), project],
+    )
 }
 
 /// [`crate::store::lessons::active_strategies`] on SQLite.
@@ -349,13 +354,7 @@ pub(crate) fn get_by_seq(
     project: &str,
     seq: i64,
 ) -> Result<Option<Lesson>, StoreError> {
-    conn.prepare_cached(&format!(
-        "SELECT {COLUMNS} FROM lessons l WHERE l.seq = ?1 AND l.project = ?2"
-    ))?
-    .query_row(params![seq, project], raw_lesson)
-    .optional()?
-    .map(lesson_from_raw)
-    .transpose()
+    one(conn, "l.seq = ?1 AND l.project = ?2", params![seq, project])
 }
 
 /// [`crate::store::lessons::set_active`] on SQLite.
