@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use super::out::{Out, Paint, safe, when};
 use super::{ActorArg, ConsoleError, rationale};
-use crate::service::Family;
+use crate::service::CachedFamily;
 use crate::service::meta::{EscalationStatus, Event, EventType, ResetScope};
 use crate::store::directives::{self, Directive, InterventionType};
 use crate::store::meta::{self as meta_store, EventQuery};
@@ -237,7 +237,7 @@ fn ack(app: &App, rationale: &str, actor: &ActorArg, out: &mut Out) -> Result<()
     if app.read_with(|ctx| Ok(ctx.svc.meta.escalation_status()))? == EscalationStatus::Normal {
         return out.line(nothing);
     }
-    let done = app.write_with(&[Family::Meta], |ctx| {
+    let done = app.write_with(&[CachedFamily::Meta], |ctx| {
         let before = ctx.svc.meta.escalation_status();
         // Nothing pending: nothing to acknowledge, and nothing is recorded.
         if before == EscalationStatus::Normal {

@@ -31,7 +31,7 @@ use sha2::{Digest, Sha256};
 use super::ConsoleError;
 use super::out::{Out, progress};
 use crate::files::{Existing, Staged};
-use crate::service::Family;
+use crate::service::CachedFamily;
 use crate::service::atc::state::{Observation, ObservationFilter};
 use crate::service::atc::thresholds::ThresholdName;
 use crate::service::epistemic::{ActionType, Belief, BeliefEvent, BeliefStatus, UncertaintyType};
@@ -1175,7 +1175,7 @@ fn store(app: &App, version: u32, p: &Parsed) -> Result<ImportReport, ConsoleErr
     };
     let mut next = 0;
     while next < items.len() {
-        let (r, done) = app.write_with(&[Family::Atc], |ctx| {
+        let (r, done) = app.write_with(&[CachedFamily::Atc], |ctx| {
             let started = std::time::Instant::now();
             let mut r = report.clone();
             let mut i = next;

@@ -14,7 +14,7 @@ pub mod vocab;
 /// A family of state that the service caches in memory and other processes may change; each
 /// has a version counter in the store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::VariantArray)]
-pub enum Family {
+pub enum CachedFamily {
     /// Meta-learning: λ, lifecycle, accuracy windows, escalation counters.
     Meta,
     /// Adaptive threshold calibration: thresholds, temperatures, bandits, drift, windows.
@@ -23,13 +23,13 @@ pub enum Family {
     DeltaSc,
 }
 
-impl Family {
+impl CachedFamily {
     /// Every cached family.
-    pub const ALL: [Family; 3] = vocab::variants();
+    pub const ALL: [CachedFamily; 3] = vocab::variants();
 }
 
-/// The store version of each cached family, in [`Family::ALL`] order.
-pub type Versions = [i64; Family::ALL.len()];
+/// The store version of each cached family, in [`CachedFamily::ALL`] order.
+pub type Versions = [i64; CachedFamily::ALL.len()];
 
 /// The in-memory state shared by all tool calls of one process, behind one
 /// `Arc<parking_lot::RwLock<_>>` (see `tools::App`).
@@ -45,7 +45,7 @@ pub struct MetaLearningService {
     pub delta_sc: delta_sc::VertexCache,
     /// Adaptive threshold calibration state (thresholds, temperatures, bandits, windows).
     pub atc: atc::AtcState,
-    /// Store version each cached family was loaded at, in [`Family::ALL`] order; `-1` = stale.
+    /// Store version each cached family was loaded at, in [`CachedFamily::ALL`] order; `-1` = stale.
     pub loaded_versions: Versions,
 }
 
@@ -56,14 +56,14 @@ impl MetaLearningService {
             meta: meta::MetaState::default(),
             delta_sc: delta_sc::VertexCache::default(),
             atc: atc::AtcState::new(),
-            loaded_versions: [-1; Family::ALL.len()],
+            loaded_versions: [-1; CachedFamily::ALL.len()],
         }
     }
 
     /// Mark every family stale (after a failed write whose in-memory changes were rolled back
     /// in the store).
     pub fn mark_stale(&mut self) {
-        self.loaded_versions = [-1; Family::ALL.len()];
+        self.loaded_versions = [-1; CachedFamily::ALL.len()];
     }
 }
 

@@ -42,7 +42,7 @@ pub use sqlite::open::{APPLICATION_ID, INLINE_CHECK_MAX_BYTES};
 
 pub use crate::files::{resolve_path, with_suffix};
 
-use crate::service::{Family, MetaLearningService, Versions};
+use crate::service::{CachedFamily, MetaLearningService, Versions};
 
 /// How long a write waits for another process's write transaction before failing.
 ///
@@ -502,11 +502,11 @@ enum StoreBackend {
     Postgres(Box<pg::PgStore>),
 }
 
-fn family_key(f: Family) -> &'static str {
+fn family_key(f: CachedFamily) -> &'static str {
     match f {
-        Family::Meta => "meta",
-        Family::DeltaSc => "vertices",
-        Family::Atc => "atc",
+        CachedFamily::Meta => "meta",
+        CachedFamily::DeltaSc => "vertices",
+        CachedFamily::Atc => "atc",
     }
 }
 
@@ -542,7 +542,7 @@ pub fn versions(db: &Db<'_>) -> Result<Versions, StoreError> {
 ///
 /// # Errors
 /// [`StoreError::Sqlite`] when the update fails.
-pub fn bump(db: &Db<'_>, family: Family) -> Result<i64, StoreError> {
+pub fn bump(db: &Db<'_>, family: CachedFamily) -> Result<i64, StoreError> {
     match db.backend() {
         Backend::Sqlite(conn) => sqlite::bump(conn, family),
         Backend::Postgres(pg) => pg::bump(pg, family),
@@ -556,14 +556,14 @@ pub fn bump(db: &Db<'_>, family: Family) -> Result<i64, StoreError> {
 /// [`StoreError`] when a load fails; the family then stays marked stale.
 pub fn sync(db: &Db<'_>, svc: &mut MetaLearningService) -> Result<(), StoreError> {
     let stored = versions(db)?;
-    for (i, family) in Family::ALL.into_iter().enumerate() {
+    for (i, family) in CachedFamily::ALL.into_iter().enumerate() {
         if svc.loaded_versions[i] == stored[i] {
             continue;
         }
         match family {
-            Family::Meta => svc.meta = meta::load(db)?,
-            Family::DeltaSc => delta_sc::refresh(db, &mut svc.delta_sc)?,
-            Family::Atc => svc.atc = atc::load(db)?,
+            CachedFamily::Meta => svc.meta = meta::load(db)?,
+            CachedFamily::DeltaSc => delta_sc::refresh(db, &mut svc.delta_sc)?,
+            CachedFamily::Atc => svc.atc = atc::load(db)?,
         }
         svc.loaded_versions[i] = stored[i];
     }

@@ -11,7 +11,7 @@ use super::{Handler, ReadCtx, ToolError, ToolReply, ToolResult, WriteCtx, redact
 use crate::protocol::jsonrpc::RpcError;
 use crate::protocol::mcp;
 use crate::semantic::Semantic;
-use crate::service::{Family, MetaLearningService};
+use crate::service::{CachedFamily, MetaLearningService};
 use crate::store::{self, Store, StoreError};
 
 /// Why a `tools/call` was not answered by the tool.
@@ -382,7 +382,7 @@ impl App {
     fn run_write(
         &self,
         f: fn(&mut WriteCtx<'_>, &Value) -> ToolResult,
-        families: &[Family],
+        families: &[CachedFamily],
         args: &Value,
     ) -> ToolResult {
         self.write_with(families, |ctx| f(ctx, args))
@@ -398,7 +398,7 @@ impl App {
     /// `f`'s error, or [`ToolError::Internal`] when the store fails.
     pub fn write_with<T>(
         &self,
-        families: &[Family],
+        families: &[CachedFamily],
         f: impl FnOnce(&mut WriteCtx<'_>) -> Result<T, ToolError>,
     ) -> Result<T, ToolError> {
         let core = self.core()?;
@@ -429,7 +429,7 @@ impl App {
             };
             for &family in families {
                 let v = store::bump(db, family)?;
-                let i = Family::ALL
+                let i = CachedFamily::ALL
                     .iter()
                     .position(|f| *f == family)
                     .expect("listed");

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use super::wire::{Choice, NonBlank, Num, OneOf, Timestamp, UnitInterval, Validate, WireUuid};
 use super::{Annotations, Answer, Tool, ToolDef, ToolError, WriteCtx, WriteTool};
 use crate::ops::beliefs::Acted;
-use crate::service::Family;
+use crate::service::CachedFamily;
 use crate::service::epistemic::{
     ActionRequest, ActionType, Belief, BeliefEvent, BeliefStatus, DEFAULT_CONFIDENCE, DENIED_BELOW,
     MAX_RATIONALE_CHARS, MAX_TARGET_CHARS, Outcome as ActionOutcome, UncertaintyType,
@@ -350,7 +350,7 @@ impl ToolDef for EpistemicAction {
 }
 
 impl WriteTool for EpistemicAction {
-    const FAMILIES: &'static [Family] = &[];
+    const FAMILIES: &'static [CachedFamily] = &[];
 
     fn run(ctx: &mut WriteCtx<'_>, input: ActionInput) -> Result<Answer<ActionAnswer>, ToolError> {
         let context = input.context.unwrap_or(ActionContext {

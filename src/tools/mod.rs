@@ -26,7 +26,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use crate::semantic::Semantic;
-use crate::service::{Family, MetaLearningService};
+use crate::service::{CachedFamily, MetaLearningService};
 use crate::store::{Db, StoreError, request_keys};
 pub use app::{App, CallError};
 pub use registry::{Profile, ToolFamily, find, registry};
@@ -138,7 +138,7 @@ pub enum Handler {
     /// families it may change: their store versions are bumped on success.
     Write(
         fn(&mut WriteCtx<'_>, &Value) -> ToolResult,
-        &'static [Family],
+        &'static [CachedFamily],
     ),
 }
 
@@ -194,7 +194,7 @@ pub trait ReadTool: ToolDef {
 /// A tool that writes; it runs alone, in order, inside one transaction.
 pub trait WriteTool: ToolDef {
     /// The cached families it may change: their store versions are bumped on success.
-    const FAMILIES: &'static [Family];
+    const FAMILIES: &'static [CachedFamily];
     /// Run the tool; persist through `ctx.db`.
     ///
     /// # Errors

@@ -48,7 +48,7 @@ use postgres::{Client, Row, Statement};
 pub use target::{CONNECT_TIMEOUT, SslMode, Target};
 
 use super::{Db, StoreError, family_key};
-use crate::service::{Family, Versions};
+use crate::service::{CachedFamily, Versions};
 
 /// The schema holding every table.
 pub const SCHEMA: &str = "meta_utl";
@@ -719,7 +719,7 @@ fn migrate(client: &mut Client, target: &Target) -> Result<(), StoreError> {
             }
             tracing::info!(database = %shown, from = current, to = SCHEMA_VERSION, "schema migrated");
         }
-        for f in Family::ALL {
+        for f in CachedFamily::ALL {
             tx.execute(
                 "INSERT INTO family_version (family, version) VALUES ($1, 0)
                  ON CONFLICT DO NOTHING",
@@ -739,10 +739,10 @@ fn migrate(client: &mut Client, target: &Target) -> Result<(), StoreError> {
 /// # Errors
 /// [`StoreError::Postgres`] or [`StoreError::ConnectionLost`].
 pub fn versions(pg: &Pg) -> Result<Versions, StoreError> {
-    let mut out = [0; Family::ALL.len()];
+    let mut out = [0; CachedFamily::ALL.len()];
     for row in pg.query("SELECT family, version FROM family_version", &[])? {
         let key: &str = get(&row, 0)?;
-        if let Some(i) = Family::ALL.iter().position(|f| family_key(*f) == key) {
+        if let Some(i) = CachedFamily::ALL.iter().position(|f| family_key(*f) == key) {
             out[i] = get(&row, 1)?;
         }
     }
@@ -753,7 +753,7 @@ pub fn versions(pg: &Pg) -> Result<Versions, StoreError> {
 ///
 /// # Errors
 /// [`StoreError::Postgres`] or [`StoreError::ConnectionLost`].
-pub fn bump(pg: &Pg, family: Family) -> Result<i64, StoreError> {
+pub fn bump(pg: &Pg, family: CachedFamily) -> Result<i64, StoreError> {
     let row = pg.query_one(
         "UPDATE family_version SET version = version + 1 WHERE family = $1 RETURNING version",
         &[&family_key(family)],

@@ -8,7 +8,7 @@ use super::super::{APPLICATION_ID, family_key};
 use super::{
     atc, attempts, beliefs, delta_sc, directives, lesson_vectors, lessons, meta, request_keys,
 };
-use crate::service::Family;
+use crate::service::CachedFamily;
 
 /// Schema migrations in order: entry `i` moves the schema from `user_version = i` to `i + 1`.
 ///
@@ -83,7 +83,7 @@ pub(crate) fn migrate(conn: &Connection) -> Result<(), rusqlite::Error> {
                  version INTEGER NOT NULL
              ) STRICT;",
         )?;
-        for f in Family::ALL {
+        for f in CachedFamily::ALL {
             conn.execute(
                 "INSERT OR IGNORE INTO family_version (family, version) VALUES (?1, 0)",
                 [family_key(f)],

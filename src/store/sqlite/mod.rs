@@ -36,7 +36,7 @@ pub(crate) use migrate::migrate;
 use super::{
     BUSY_TIMEOUT, CHECK_WAIT, Db, DbPath, OpenOptions, StoreError, family_key, retention_now,
 };
-use crate::service::{Family, Versions};
+use crate::service::{CachedFamily, Versions};
 
 /// Prepared statements kept per connection (see [`Connection::set_prepared_statement_cache_capacity`]).
 const STATEMENT_CACHE: usize = 128;
@@ -654,12 +654,12 @@ fn is_busy(e: &rusqlite::Error) -> bool {
 /// # Errors
 /// [`StoreError::Sqlite`] when the query fails.
 pub(crate) fn versions(conn: &Connection) -> Result<Versions, StoreError> {
-    let mut out = [0; Family::ALL.len()];
+    let mut out = [0; CachedFamily::ALL.len()];
     let mut stmt = conn.prepare_cached("SELECT family, version FROM family_version")?;
     let mut rows = stmt.query([])?;
     while let Some(row) = rows.next()? {
         let key: String = row.get(0)?;
-        if let Some(i) = Family::ALL.iter().position(|f| family_key(*f) == key) {
+        if let Some(i) = CachedFamily::ALL.iter().position(|f| family_key(*f) == key) {
             out[i] = row.get(1)?;
         }
     }
@@ -670,7 +670,7 @@ pub(crate) fn versions(conn: &Connection) -> Result<Versions, StoreError> {
 ///
 /// # Errors
 /// [`StoreError::Sqlite`] when the update fails.
-pub(crate) fn bump(conn: &Connection, family: Family) -> Result<i64, StoreError> {
+pub(crate) fn bump(conn: &Connection, family: CachedFamily) -> Result<i64, StoreError> {
     Ok(conn
         .prepare_cached(
             "UPDATE family_version SET version = version + 1 WHERE family = ?1 RETURNING version",

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use super::levels::{LevelDetail, detail};
 use super::output::{MetricsPairOut, recommendations};
 use super::{AtcDomain, DEFAULT_DOMAIN, LEVEL_HINT, LevelNo, level_list};
-use crate::service::Family;
+use crate::service::CachedFamily;
 use crate::service::atc::RunMode;
 use crate::service::atc::recalibrate::{Action, Level, LevelReport, MetricsScope, Recalibration};
 use crate::service::atc::state::Level4Outcome;
@@ -270,7 +270,7 @@ impl ToolDef for TriggerRecalibration {
 }
 
 impl WriteTool for TriggerRecalibration {
-    const FAMILIES: &'static [Family] = &[Family::Atc];
+    const FAMILIES: &'static [CachedFamily] = &[CachedFamily::Atc];
 
     fn run(
         ctx: &mut WriteCtx<'_>,

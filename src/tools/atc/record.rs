@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use super::output::MetricsPairOut;
 use super::{AtcDomain, DEFAULT_DOMAIN, EmbedderNo, Items};
-use crate::service::Family;
+use crate::service::CachedFamily;
 use crate::service::atc::bandit::CANDIDATES;
 use crate::service::atc::metrics::CalibrationStatus;
 use crate::service::atc::thresholds::ThresholdName;
@@ -129,7 +129,7 @@ impl ToolDef for RecordCalibrationObservations {
 }
 
 impl WriteTool for RecordCalibrationObservations {
-    const FAMILIES: &'static [Family] = &[Family::Atc];
+    const FAMILIES: &'static [CachedFamily] = &[CachedFamily::Atc];
 
     fn request_key(input: &RecordInput) -> Option<&str> {
         input.request_key.as_ref().map(|k| k.0.as_str())

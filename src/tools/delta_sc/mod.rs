@@ -24,7 +24,7 @@ use super::wire::{self, Num, UnitInterval, Validate, WireUuid};
 use super::{
     Annotations, Answer, Handler, Tool, ToolDef, ToolError, ToolResult, WriteCtx, WriteTool,
 };
-use crate::service::Family;
+use crate::service::CachedFamily;
 use crate::service::delta_sc::coherence::JOHARI_DEFAULT;
 use crate::service::delta_sc::{DeltaScError, EmbedderKind, Learner, UpdateRequest, plan_update};
 use crate::service::vocab::EmbedderId;
@@ -123,7 +123,7 @@ impl ToolDef for ComputeDeltaSc {
 }
 
 impl WriteTool for ComputeDeltaSc {
-    const FAMILIES: &'static [Family] = &[Family::DeltaSc];
+    const FAMILIES: &'static [CachedFamily] = &[CachedFamily::DeltaSc];
 
     fn run(
         ctx: &mut WriteCtx<'_>,

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use super::{Code, Failure, Flag, Reply};
 use crate::semantic::Semantic;
-use crate::service::Family;
+use crate::service::CachedFamily;
 use crate::service::lessons::{
     FailureType, LessonError, MAX_ID_CHARS, MAX_RCA_CHARS, MAX_STRATEGY_CHARS, NewLesson,
 };
@@ -118,7 +118,7 @@ impl ToolDef for LogLessonLearned {
 }
 
 impl WriteTool for LogLessonLearned {
-    const FAMILIES: &'static [Family] = &[];
+    const FAMILIES: &'static [CachedFamily] = &[];
 
     fn run(ctx: &mut WriteCtx<'_>, input: LogInput) -> Result<Answer<LogAnswer>, ToolError> {
         let lesson = NewLesson::new(

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::{ArgumentCode, DirectiveOut, Failure, Flag, Reply};
-use crate::service::Family;
+use crate::service::CachedFamily;
 use crate::service::lessons::{DEFAULT_ACTOR, MAX_DESCRIPTION_CHARS, MAX_ID_CHARS};
 use crate::store::directives::{self, Directive, InterventionType};
 use crate::tools::wire::{NonBlank, OneOf, Validate, WireUuid};
@@ -78,7 +78,7 @@ impl ToolDef for RecordDirective {
 }
 
 impl WriteTool for RecordDirective {
-    const FAMILIES: &'static [Family] = &[];
+    const FAMILIES: &'static [CachedFamily] = &[];
 
     fn request_key(input: &RecordInput) -> Option<&str> {
         input.request_key.as_ref().map(|k| k.0.as_str())

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 
 use super::{Code, Failure, Flag, LessonOut, Reply};
-use crate::service::Family;
+use crate::service::CachedFamily;
 use crate::service::lessons::{
     DEFAULT_ACTOR, LessonError, MAX_ID_CHARS, MAX_RATIONALE_CHARS, MAX_STRATEGY_CHARS, TaskKey,
     normalise_strategy,
@@ -140,7 +140,7 @@ impl ToolDef for SetLessonActive {
 }
 
 impl WriteTool for SetLessonActive {
-    const FAMILIES: &'static [Family] = &[];
+    const FAMILIES: &'static [CachedFamily] = &[];
 
     fn run(
         ctx: &mut WriteCtx<'_>,

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::{MetaDomain, Named, RecalibrationReport, domain, domain_of, persist};
-use crate::service::Family;
+use crate::service::CachedFamily;
 use crate::service::meta::{EscalationStatus, RecalibrationRequest, WINDOW};
 use crate::store::directives::{self, Directive, InterventionType};
 use crate::store::meta::{self as meta_store, Windows};
@@ -67,7 +67,7 @@ impl ToolDef for TriggerLambdaRecalibration {
 }
 
 impl WriteTool for TriggerLambdaRecalibration {
-    const FAMILIES: &'static [Family] = &[Family::Meta];
+    const FAMILIES: &'static [CachedFamily] = &[CachedFamily::Meta];
 
     fn run(
         ctx: &mut WriteCtx<'_>,

@@ -9,7 +9,7 @@ use uuid::Uuid;
 use super::{
     AdjustmentAnswer, LambdaPair, MetaDomain, Named, RecalibrationReport, domain_of, persist,
 };
-use crate::service::Family;
+use crate::service::CachedFamily;
 use crate::service::meta::{
     ACH_BASELINE, ACH_MAX, EscalationStatus, EventType, LifecycleStage, MAX_LEARNING_RATE,
     MetaState, Prediction, Recorded,
@@ -226,7 +226,7 @@ impl ToolDef for RecordPrediction {
 }
 
 impl WriteTool for RecordPrediction {
-    const FAMILIES: &'static [Family] = &[Family::Meta];
+    const FAMILIES: &'static [CachedFamily] = &[CachedFamily::Meta];
 
     fn run(ctx: &mut WriteCtx<'_>, input: RecordInput) -> Result<Answer<RecordAnswer>, ToolError> {
         let (prediction, id) = prediction(ctx, &input)?;

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::{LambdaPair, Named};
-use crate::service::Family;
+use crate::service::CachedFamily;
 use crate::service::lessons::DEFAULT_ACTOR;
 use crate::service::meta::{EscalationStatus, ResetScope};
 use crate::tools::wire::{NonBlank, OneOf, Validate, WireUuid};
@@ -74,7 +74,7 @@ impl ToolDef for ResetMetaLearning {
 }
 
 impl WriteTool for ResetMetaLearning {
-    const FAMILIES: &'static [Family] = &[Family::Meta];
+    const FAMILIES: &'static [CachedFamily] = &[CachedFamily::Meta];
 
     fn run(ctx: &mut WriteCtx<'_>, input: ResetInput) -> Result<Answer<ResetAnswer>, ToolError> {
         let scope = input.scope.get();
