@@ -126,7 +126,7 @@ const RELATED_OVERFETCH: usize = 4;
 /// set, pairs labelled `unrelated` score under it (see `tests/blacklist_eval/`).
 pub const RELATED_MIN_SCORE: f64 = 0.3;
 /// At most this many lessons of the project's other tasks, the nearest to the proposal, are
-/// matched against it when its task is new ([`other_task_lesson`]).
+/// matched against it when its task is new (see [`check`]).
 pub const OTHER_TASK_CANDIDATES: usize = 8;
 
 /// What [`check`] found: the verdict on a strategy, in lessons and scores.
