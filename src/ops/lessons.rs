@@ -290,12 +290,7 @@ fn task_candidates(db: &Db<'_>, key: &TaskKey) -> Result<(Vec<ActiveStrategy>, b
     let mut candidates = lesson_store::active_strategies(db, key)?;
     let new_task = candidates.is_empty() && lesson_store::list(db, Some(key), true)?.is_empty();
     if new_task {
-        let words = key.words();
-        for other in lesson_store::active_task_keys(db)? {
-            if &other != key && !words.is_empty() && other.words() == words {
-                candidates.extend(lesson_store::active_strategies(db, &other)?);
-            }
-        }
+        candidates.extend(lesson_store::same_words_strategies(db, key)?);
     }
     Ok((candidates, new_task))
 }

@@ -101,16 +101,22 @@ pub fn active_strategies(db: &Db<'_>, key: &TaskKey) -> Result<Vec<ActiveStrateg
     }
 }
 
-/// The task keys of this project's active lessons, in no set order (a distinct scan of index
-/// `lessons_active_by_key`): what a check of a new task id looks through for a task of the
-/// same words ([`TaskKey::words`]).
+/// The active strategies of this project's other tasks whose ids have the same words as
+/// `key`'s ([`TaskKey::words_key`]; `fix-login-redirect` for "Fix login redirect"), oldest
+/// first: one lookup in index `lessons_task_words`. Empty for a key without words.
 ///
 /// # Errors
 /// [`StoreError`] on SQL failure.
-pub fn active_task_keys(db: &Db<'_>) -> Result<Vec<TaskKey>, StoreError> {
+pub fn same_words_strategies(
+    db: &Db<'_>,
+    key: &TaskKey,
+) -> Result<Vec<ActiveStrategy>, StoreError> {
+    if key.words().is_empty() {
+        return Ok(Vec::new());
+    }
     match db.backend() {
-        Backend::Sqlite(conn) => sqlite::lessons::active_task_keys(conn, db.project()),
-        Backend::Postgres(pg) => pg::lessons::active_task_keys(pg, db.project()),
+        Backend::Sqlite(conn) => sqlite::lessons::same_words_strategies(conn, db.project(), key),
+        Backend::Postgres(pg) => pg::lessons::same_words_strategies(pg, db.project(), key),
     }
 }
 
@@ -455,7 +461,8 @@ mod tests {
                         "lessons_active_by_key",
                         "lessons_embedding_rev",
                         "lessons_project_active",
-                        "lessons_project_task_strategy"
+                        "lessons_project_task_strategy",
+                        "lessons_task_words"
                     ]
                 );
                 Ok(())

@@ -143,6 +143,12 @@ impl TaskKey {
             .filter(|w| !w.is_empty())
             .collect()
     }
+
+    /// [`TaskKey::words`] joined by single spaces: what the store indexes beside each lesson
+    /// (`task_words`), so that a check finds a task of the same words in one index lookup.
+    pub fn words_key(&self) -> String {
+        self.words().join(" ")
+    }
 }
 
 /// A stored lesson, as plain fields.

@@ -68,9 +68,9 @@ pub fn insert(
     let row = pg.query_opt(
         "INSERT INTO lessons (id, task_id, strategy_description, normalised_strategy,
                               rca_summary, failure_type, source_agent, is_active, created_us,
-                              strategy_spans, task_key, terms, project)
+                              strategy_spans, task_key, terms, project, task_words)
          VALUES ($1, $2, $3, $4, $5, $6, $7, TRUE, $8, $9, $10, array_to_tsvector($11::text[]),
-                 $12)
+                 $12, $13)
          ON CONFLICT DO NOTHING
          RETURNING seq",
         &[
@@ -86,6 +86,7 @@ pub fn insert(
             &l.task_key.as_str(),
             &terms,
             &project,
+            &l.task_key.words_key(),
         ],
     )?;
     if row.is_none() {
@@ -99,6 +100,24 @@ pub fn insert(
         &[&terms],
     )?;
     Ok(Inserted::New(stored(l, id, now)))
+}
+
+/// Data step of migration 3: each lesson's `task_words` ([`TaskKey::words_key`] of its key),
+/// computed in Rust so that it equals what [`insert`] stores for every script.
+///
+/// # Errors
+/// SQL failure.
+pub(crate) fn fill_task_words(tx: &mut postgres::Transaction<'_>) -> Result<(), postgres::Error> {
+    let rows = tx.query("SELECT seq, task_key FROM lessons", &[])?;
+    let update = tx.prepare("UPDATE lessons SET task_words = $2 WHERE seq = $1")?;
+    for r in rows {
+        let key: String = r.get(1);
+        tx.execute(
+            &update,
+            &[&r.get::<_, i64>(0), &TaskKey::from_stored(key).words_key()],
+        )?;
+    }
+    Ok(())
 }
 
 /// PostgreSQL twin of [`crate::store::lessons::find_by_strategy`].
@@ -142,12 +161,17 @@ pub fn active_strategies(
     project: &str,
     key: &TaskKey,
 ) -> Result<Vec<ActiveStrategy>, StoreError> {
-    let rows = pg.query(
+    strategies(pg.query(
         "SELECT seq, normalised_strategy, strategy_spans, embedding_model, embedding,
                 embedding_dim
          FROM lessons WHERE project = $2 AND task_key = $1 AND is_active ORDER BY seq",
         &[&key.as_str(), &project],
-    )?;
+    )?)
+}
+
+/// Active strategies from rows of `seq, normalised_strategy, strategy_spans, embedding_model,
+/// embedding, embedding_dim`.
+fn strategies(rows: Vec<Row>) -> Result<Vec<ActiveStrategy>, StoreError> {
     rows.iter()
         .map(|r| {
             let model: Option<String> = super::get(r, 3)?;
@@ -166,18 +190,23 @@ pub fn active_strategies(
         .collect()
 }
 
-/// PostgreSQL twin of [`crate::store::lessons::active_task_keys`].
+/// PostgreSQL twin of [`crate::store::lessons::same_words_strategies`] (index
+/// `lessons_task_words`).
 ///
 /// # Errors
 /// As [`insert`].
-pub fn active_task_keys(pg: &Pg, project: &str) -> Result<Vec<TaskKey>, StoreError> {
-    let rows = pg.query(
-        "SELECT DISTINCT task_key FROM lessons WHERE project = $1 AND is_active",
-        &[&project],
-    )?;
-    rows.iter()
-        .map(|r| Ok(TaskKey::from_stored(super::get(r, 0)?)))
-        .collect()
+pub fn same_words_strategies(
+    pg: &Pg,
+    project: &str,
+    key: &TaskKey,
+) -> Result<Vec<ActiveStrategy>, StoreError> {
+    strategies(pg.query(
+        "SELECT seq, normalised_strategy, strategy_spans, embedding_model, embedding,
+                embedding_dim
+         FROM lessons WHERE project = $1 AND task_words = $2 AND task_key <> $3 AND is_active
+         ORDER BY seq",
+        &[&project, &key.words_key(), &key.as_str()],
+    )?)
 }
 
 /// PostgreSQL twin of [`crate::store::lessons::get_by_seq`].
@@ -223,14 +252,24 @@ pub fn list(
     key: Option<&TaskKey>,
     include_inactive: bool,
 ) -> Result<Vec<Lesson>, StoreError> {
-    let rows = pg.query(
-        "SELECT id, task_id, strategy_description, normalised_strategy, rca_summary,
-                failure_type, source_agent, is_active, created_us
-         FROM lessons
-         WHERE project = $3 AND ($1::text IS NULL OR task_key = $1) AND ($2 OR is_active)
-         ORDER BY seq",
-        &[&key.map(TaskKey::as_str), &include_inactive, &project],
-    )?;
+    // One statement per filter, so that a task's lessons come through its index (a prepared
+    // `$1 IS NULL OR task_key = $1` gets a generic plan that scans the project).
+    let rows = match key {
+        Some(k) => pg.query(
+            "SELECT id, task_id, strategy_description, normalised_strategy, rca_summary,
+                    failure_type, source_agent, is_active, created_us
+             FROM lessons WHERE project = $3 AND task_key = $1 AND ($2 OR is_active)
+             ORDER BY seq",
+            &[&k.as_str(), &include_inactive, &project],
+        )?,
+        None => pg.query(
+            "SELECT id, task_id, strategy_description, normalised_strategy, rca_summary,
+                    failure_type, source_agent, is_active, created_us
+             FROM lessons WHERE project = $2 AND ($1 OR is_active)
+             ORDER BY seq",
+            &[&include_inactive, &project],
+        )?,
+    };
     rows.iter()
         .map(|r| lesson_from_raw(RawLesson::read(r)?))
         .collect()

@@ -68,13 +68,18 @@ pub const RECONNECT_MIN: Duration = Duration::from_millis(100);
 pub const RECONNECT_MAX: Duration = Duration::from_secs(5);
 
 /// PostgreSQL schema migrations in order: entry `i` moves `meta_utl.schema_version` from `i`
-/// to `i + 1`. Append new entries at the end; never edit one that has shipped.
-const MIGRATIONS: &[&str] = &[
-    include_str!("schema.sql"),
-    include_str!("request_keys.sql"),
-    include_str!("projects.sql"),
-    include_str!("attempts.sql"),
+/// to `i + 1`, running its SQL, then its data step in Rust if it has one (for conversions SQL
+/// cannot express exactly), in the migration transaction. Append new entries at the end; never
+/// edit one that has shipped.
+const MIGRATIONS: &[(&str, Option<DataStep>)] = &[
+    (include_str!("schema.sql"), None),
+    (include_str!("request_keys.sql"), None),
+    (include_str!("projects.sql"), Some(lessons::fill_task_words)),
+    (include_str!("attempts.sql"), None),
 ];
+
+/// A migration's data step.
+type DataStep = fn(&mut postgres::Transaction<'_>) -> Result<(), postgres::Error>;
 
 /// The PostgreSQL schema version this binary writes.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -712,8 +717,11 @@ fn migrate(client: &mut Client, target: &Target) -> Result<(), StoreError> {
                 ))
                 .map_err(fail)?;
             }
-            for (i, m) in MIGRATIONS.iter().enumerate().skip(current as usize) {
+            for (i, (m, data)) in MIGRATIONS.iter().enumerate().skip(current as usize) {
                 tx.batch_execute(m).map_err(fail)?;
+                if let Some(data) = data {
+                    data(&mut tx).map_err(fail)?;
+                }
                 tx.execute("UPDATE schema_version SET version = $1", &[&(i as i64 + 1)])
                     .map_err(fail)?;
             }
@@ -777,8 +785,8 @@ mod migration_tests {
                  CREATE TABLE schema_version (version BIGINT NOT NULL);
                  INSERT INTO schema_version VALUES (2);"
             );
-            sql.push_str(MIGRATIONS[0]);
-            sql.push_str(MIGRATIONS[1]);
+            sql.push_str(MIGRATIONS[0].0);
+            sql.push_str(MIGRATIONS[1].0);
             sql.push_str(
                 "INSERT INTO lessons (id, task_id, strategy_description, normalised_strategy,
                                       rca_summary, failure_type, source_agent, created_us,
@@ -808,5 +816,15 @@ mod migration_tests {
             (listed[0].lessons, listed[0].directives, listed[0].beliefs),
             (1, 1, 1)
         );
+        // The data step filled the lesson's task words: "T 1" finds task "T-1".
+        let same = db
+            .read(|db| -> Result<_, StoreError> {
+                crate::store::lessons::same_words_strategies(
+                    db,
+                    &crate::service::lessons::TaskKey::of("T 1"),
+                )
+            })
+            .unwrap();
+        assert_eq!(same.len(), 1, "{same:?}");
     }
 }

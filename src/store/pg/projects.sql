@@ -10,6 +10,9 @@ CREATE UNIQUE INDEX lessons_project_task_strategy
     ON lessons (project, task_key, normalised_strategy);
 CREATE INDEX lessons_active_by_key ON lessons (project, task_key, is_active, seq);
 CREATE INDEX lessons_project_active ON lessons (project, is_active, seq);
+-- The task id's words (TaskKey::words_key), filled by the migration's data step in Rust.
+ALTER TABLE lessons ADD COLUMN task_words TEXT NOT NULL DEFAULT '';
+CREATE INDEX lessons_task_words ON lessons (project, task_words, is_active);
 
 ALTER TABLE beliefs ADD COLUMN project TEXT NOT NULL DEFAULT '';
 ALTER TABLE beliefs DROP CONSTRAINT beliefs_normalised_target_key;

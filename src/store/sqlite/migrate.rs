@@ -39,7 +39,10 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     },
     Migration::sql(lesson_vectors::MIGRATION_VECTORS),
     Migration::sql(request_keys::MIGRATION),
-    Migration::sql(lessons::MIGRATION_PROJECT),
+    Migration {
+        sql: lessons::MIGRATION_PROJECT,
+        data: Some(lessons::fill_task_words),
+    },
     Migration::sql(beliefs::MIGRATION_PROJECT),
     Migration::sql(directives::MIGRATION_PROJECT),
     Migration::sql(attempts::MIGRATION),
@@ -168,6 +171,12 @@ mod tests {
             )
             .unwrap();
         assert_eq!(fts, 7);
+        let words: String = conn
+            .query_row("SELECT task_words FROM lessons WHERE seq = 7", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert_eq!(words, "t 1", "the data step fills the task's words");
         let events: i64 = conn
             .query_row(
                 "SELECT count(*) FROM belief_events WHERE belief_seq = 3",

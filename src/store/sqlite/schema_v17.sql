@@ -157,6 +157,7 @@ CREATE TABLE "lessons" (
     project               TEXT    NOT NULL DEFAULT '',
     task_id               TEXT    NOT NULL,
     task_key              TEXT    NOT NULL,
+    task_words            TEXT    NOT NULL DEFAULT '',
     strategy_description  TEXT    NOT NULL,
     normalised_strategy   TEXT    NOT NULL,
     strategy_spans        BLOB    NOT NULL DEFAULT x'',
@@ -175,6 +176,7 @@ CREATE UNIQUE INDEX lessons_project_task_strategy
     ON lessons (project, task_key, normalised_strategy);
 CREATE INDEX lessons_active_by_key ON lessons (project, task_key, is_active, seq);
 CREATE INDEX lessons_project_active ON lessons (project, is_active, seq);
+CREATE INDEX lessons_task_words ON lessons (project, task_words, is_active);
 CREATE INDEX lessons_embedding_rev ON lessons (embedding_rev) WHERE embedding_rev IS NOT NULL;
 CREATE TABLE "beliefs" (
     seq                INTEGER PRIMARY KEY,
