@@ -228,24 +228,7 @@ pub fn evaluate_variant(
         dev_cv.markdown_row(&format!("classifier {name}, dev, cross-validated")),
         test_m.markdown_row(&format!("classifier {name}, test, shipped")),
     );
-    let r = &test_m.report;
-    let checks = [
-        ("test F1", r.overall.f1(), floors.f1),
-        (
-            "test hard negatives let through",
-            r.hard_negatives.let_through(),
-            floors.hard_let_through,
-        ),
-        (
-            "test longer restatements caught",
-            r.verbose_caught(),
-            floors.verbose_caught,
-        ),
-    ];
-    for (what, value, floor) in checks {
-        let value = value.unwrap_or_else(|| panic!("{what}: undefined"));
-        assert!(value >= floor, "{name}: {what}: {value:.3} < floor {floor}");
-    }
+    assert_floors(name, "test", &test_m, floors);
     // Floors never sit above the targets.
     assert!(floors.f1 <= f1_target);
     assert!(floors.hard_let_through <= TARGET_HARD_LET_THROUGH);
@@ -400,21 +383,29 @@ pub fn evaluate_holdout(
         "{}",
         m.markdown_row(&format!("classifier {name}, held-out, shipped"))
     );
+    assert_floors(name, "held-out", &m, floors);
+}
+
+/// Fails when a figure of `m` (measured on `set`) is below its floor.
+fn assert_floors(name: &str, set: &str, m: &Measured, floors: &TestFloors) {
     let r = &m.report;
     for (what, value, floor) in [
-        ("held-out F1", r.overall.f1(), floors.f1),
+        ("F1", r.overall.f1(), floors.f1),
         (
-            "held-out hard negatives let through",
+            "hard negatives let through",
             r.hard_negatives.let_through(),
             floors.hard_let_through,
         ),
         (
-            "held-out longer restatements caught",
+            "longer restatements caught",
             r.verbose_caught(),
             floors.verbose_caught,
         ),
     ] {
-        let value = value.unwrap_or_else(|| panic!("{what}: undefined"));
-        assert!(value >= floor, "{name}: {what}: {value:.3} < floor {floor}");
+        let value = value.unwrap_or_else(|| panic!("{set} {what}: undefined"));
+        assert!(
+            value >= floor,
+            "{name}: {set} {what}: {value:.3} < floor {floor}"
+        );
     }
 }
