@@ -7,8 +7,10 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use crate::semantic::{Model, Semantic};
+use crate::service::outcomes::{self, Source};
 use crate::service::lessons::matching::{
-    Candidate, Decision, Variant, decide_classified, decide_lexical,
+    Candidate, Decision, Variant, decide_classified, decide_classified_calibrated,
+    decide_lexical, decide_lexical_calibrated,
 };
 use crate::service::lessons::text::word_tokens;
 use crate::service::lessons::vectors::cosine_score;
@@ -18,6 +20,7 @@ use crate::service::lessons::{
 };
 use crate::store::directives::{self, Directive, InterventionType};
 use crate::store::lesson_vectors;
+use crate::store::outcomes::{self as outcome_store, CheckPrediction};
 use crate::store::lessons::{self as lesson_store, ActiveStrategy, Inserted};
 use crate::store::{Db, StoreError};
 
@@ -76,7 +79,9 @@ pub fn set_active(
 /// leaves the lesson without one (logged): a check then embeds it itself, and the next
 /// start-up's back-fill stores it. The project's failed attempts of the
 /// [`crate::store::attempts::LINK_WINDOW_HOURS`] before that no lesson claimed are linked to a
-/// new lesson. Call inside a write transaction.
+/// new lesson, and the project's open checks of the same strategy that did not block it in the
+/// [`crate::store::outcomes::AUTO_CLOSE_DAYS`] before are closed as repeats. Call inside a
+/// write transaction.
 ///
 /// # Errors
 /// [`StoreError`] on SQL failure.
@@ -89,6 +94,8 @@ pub fn log(
     let terms = search_terms(&lesson.strategy_description, &lesson.rca_summary);
     let inserted = lesson_store::insert(db, lesson, Uuid::new_v4(), &terms, now)?;
     if let Inserted::New(l) = &inserted {
+        // The checks of this strategy that let it through predicted wrong: it failed again.
+        outcome_store::close_unblocked(db, &l.normalised_strategy, now)?;
         store_vector(db, semantic, l.id, &lesson.strategy_description)?;
         // The failed attempts the plugin recorded in the hours before are its evidence.
         let since = now - chrono::Duration::hours(crate::store::attempts::LINK_WINDOW_HOURS);
@@ -144,15 +151,43 @@ pub struct Verdict {
     pub other_task_lesson: Option<LessonMatch>,
     /// When asked for: other tasks' lessons close to the strategy, most relevant first.
     pub related: Option<Vec<RelatedLesson>>,
+    /// When the strategy was compared with a lesson of the task: the prediction the verdict
+    /// makes about the best-matching one (see [`Basis`]).
+    pub prediction: Option<Basis>,
 }
+
+/// What a check predicts (issue 31): the probability that the strategy repeats the failed
+/// approach of the task's best-matching lesson: the blocking lesson, else the one the
+/// classifier gave the highest P(same), else the closest. The raw signal is the classifier's
+/// P(same) for a `similar` match or a lesson it classified; 1 for an `exact` match;
+/// [`STRUCTURAL_RAW`] for `contains` and `contained_in`; 0 for a lesson the classifier was not
+/// asked about (it shares too little with the strategy). The probability is the raw signal
+/// calibrated by the project's lessons temperature.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Basis {
+    /// The lesson the prediction is about.
+    pub lesson_id: Uuid,
+    /// The raw signal, in [0, 1].
+    pub raw: f64,
+    /// The calibrated probability, in [0, 1].
+    pub probability: f64,
+}
+
+/// The raw signal of a `contains` or `contained_in` match: the containment rule's precision
+/// is not measured apart from the classifier's, so it starts as a strong but not certain
+/// "same approach", which the project's outcomes then calibrate like any other.
+pub const STRUCTURAL_RAW: f64 = 0.9;
 
 /// The matcher of a check.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Matcher {
     /// The embedding model that scored the candidates; `None` for the lexical matcher.
     pub model: Option<String>,
-    /// The classifier's probability at or above which a strategy counts as a lesson's.
+    /// The cut: a strategy counts as a lesson's when its calibrated probability is at or
+    /// above this (the classifier's threshold).
     pub threshold: f64,
+    /// The project's lessons temperature the probabilities were calibrated with (1: none).
+    pub temperature: f64,
 }
 
 impl Default for Matcher {
@@ -160,6 +195,7 @@ impl Default for Matcher {
         Matcher {
             model: None,
             threshold: Variant::Lexical.classifier().threshold,
+            temperature: 1.0,
         }
     }
 }
@@ -242,7 +278,12 @@ pub fn check(
         .map(ActiveStrategy::tokens)
         .collect::<Result<Vec<_>, StoreError>>()?;
     let scored = embedding_scores(semantic, strategy, &candidates)?;
-    let (decision, matcher) = match &scored {
+    let temperature = if candidates.is_empty() {
+        1.0
+    } else {
+        outcome_store::temperature(db, Source::Lessons)?
+    };
+    let (decision, mut matcher) = match &scored {
         Some((model, _, scores)) => {
             let lessons = candidates.iter().zip(tokens).zip(scores);
             let lessons = lessons.map(|((c, tokens), &score)| Candidate {
@@ -253,21 +294,23 @@ pub fn check(
             let matcher = Matcher {
                 model: Some(model.id().to_owned()),
                 threshold: Variant::Model.classifier().threshold,
+                temperature,
             };
-            (
-                decide_classified(&proposal, lessons, Variant::Model),
-                matcher,
-            )
+            let decision =
+                decide_classified_calibrated(&proposal, lessons, Variant::Model, temperature);
+            (decision, matcher)
         }
         None => {
             let lessons = candidates.iter().map(|c| c.normalised.as_str()).zip(tokens);
-            (decide_lexical(&proposal, lessons), Matcher::default())
+            let decision = decide_lexical_calibrated(&proposal, lessons, temperature);
+            (decision, Matcher::default())
         }
     };
+    matcher.temperature = temperature;
     let lesson = |i: usize| -> Result<Lesson, CheckError> {
         lesson_store::get_by_seq(db, candidates[i].seq)?.ok_or(CheckError::Vanished)
     };
-    let mut out = verdict(decision, lesson)?;
+    let mut out = verdict(decision, lesson, temperature)?;
     out.matcher = matcher;
     if new_task && out.blacklisted.is_none() {
         out.other_task_lesson =
@@ -280,6 +323,38 @@ pub fn check(
         });
     }
     Ok(out)
+}
+
+/// Record the prediction of a check's `verdict` (when it compared a lesson) as an open
+/// [`CheckPrediction`] of this project at `now`, for `record_prediction` or a later lesson to
+/// close; returns its id. `strategy` is the one checked (its normalised form is stored).
+/// Call inside a write transaction.
+///
+/// # Errors
+/// [`StoreError`] on SQL failure.
+pub fn record_prediction(
+    db: &Db<'_>,
+    verdict: &Verdict,
+    task_id: &str,
+    strategy: &str,
+    now: DateTime<Utc>,
+) -> Result<Option<Uuid>, StoreError> {
+    let (Some(basis), Some(normalised)) = (verdict.prediction, proposal(strategy)) else {
+        return Ok(None);
+    };
+    let p = CheckPrediction {
+        id: Uuid::new_v4(),
+        task_id: task_id.to_owned(),
+        lesson_id: basis.lesson_id,
+        strategy: normalised,
+        raw: basis.raw,
+        probability: basis.probability,
+        blacklisted: verdict.blacklisted.is_some(),
+        created_at: now,
+        closed: None,
+    };
+    outcome_store::insert_check(db, &p)?;
+    Ok(Some(p.id))
 }
 
 /// The active strategies a check compares with (only strategies are read; whole lessons only
@@ -475,16 +550,35 @@ fn related_by_terms(
 fn verdict(
     d: Decision,
     lesson: impl Fn(usize) -> Result<Lesson, CheckError>,
+    temperature: f64,
 ) -> Result<Verdict, CheckError> {
     let mut out = Verdict::default();
+    let basis = |l: &Lesson, raw: f64| Basis {
+        lesson_id: l.id,
+        raw,
+        probability: outcomes::calibrated(raw, temperature),
+    };
     if let Some((i, matched)) = d.blocked {
+        let l = lesson(i)?;
+        let raw = match matched.match_type {
+            MatchType::Exact => 1.0,
+            MatchType::Contains | MatchType::ContainedIn => STRUCTURAL_RAW,
+            MatchType::Similar => matched.score,
+        };
+        out.prediction = Some(basis(&l, raw));
         out.blacklisted = Some(LessonMatch {
-            lesson: lesson(i)?,
+            lesson: l,
             match_type: matched.match_type,
             score: matched.score,
         });
     } else if let Some((i, score)) = d.best {
-        out.closest = Some((lesson(i)?, score));
+        let l = lesson(i)?;
+        out.prediction = Some(match d.top {
+            Some((t, p)) if t != i => basis(&lesson(t)?, p),
+            Some((_, p)) => basis(&l, p),
+            None => basis(&l, 0.0),
+        });
+        out.closest = Some((l, score));
     }
     for nm in d.near_misses {
         out.near_misses.push(NearMissLesson {

@@ -8,6 +8,7 @@ pub mod epistemic;
 pub mod gp;
 pub mod lessons;
 pub mod meta;
+pub mod outcomes;
 pub mod redact;
 pub mod vocab;
 

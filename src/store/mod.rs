@@ -25,6 +25,7 @@ pub mod directives;
 pub mod lesson_vectors;
 pub mod lessons;
 pub mod meta;
+pub mod outcomes;
 pub mod pg;
 pub mod projects;
 pub mod request_keys;

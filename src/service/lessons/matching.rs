@@ -220,6 +220,10 @@ pub struct Decision {
     /// Lessons at or above the threshold that the guard saw reversed or retargeted, highest
     /// score first (ties: caller's order).
     pub near_misses: Vec<NearMiss>,
+    /// With the classifier ([`decide_classified`]): the lesson it gave the highest raw
+    /// P(same), blocking or not, and that P (ties: earlier). `None` when it classified no
+    /// lesson (none passed the first stages) and for [`decide`].
+    pub top: Option<(usize, f64)>,
 }
 
 /// Decides whether `proposal` (normalised) repeats one of `lessons`, with the similarity
@@ -290,6 +294,15 @@ pub fn decide_lexical<'a, I>(proposal: &str, lessons: I) -> Decision
 where
     I: IntoIterator<Item = (&'a str, Vec<&'a str>)>,
 {
+    decide_lexical_calibrated(proposal, lessons, 1.0)
+}
+
+/// [`decide_lexical`] with the project's lessons temperature `temperature` (see
+/// [`decide_classified_calibrated`]).
+pub fn decide_lexical_calibrated<'a, I>(proposal: &str, lessons: I, temperature: f64) -> Decision
+where
+    I: IntoIterator<Item = (&'a str, Vec<&'a str>)>,
+{
     let p = Arc::new(LexicalText::new(proposal));
     let scored: Vec<Candidate<'a>> = lessons
         .into_iter()
@@ -299,7 +312,7 @@ where
             tokens,
         })
         .collect();
-    decide_classified_prepared(proposal, Some(p), scored, Variant::Lexical)
+    decide_classified_prepared(proposal, Some(p), scored, Variant::Lexical, temperature)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -457,7 +470,24 @@ pub fn decide_classified<'a, I>(proposal: &str, lessons: I, variant: Variant) ->
 where
     I: IntoIterator<Item = Candidate<'a>>,
 {
-    decide_classified_prepared(proposal, None, lessons, variant)
+    decide_classified_prepared(proposal, None, lessons, variant, 1.0)
+}
+
+/// [`decide_classified`] with the classifier's P(same) calibrated by a project's lessons
+/// temperature `temperature` (issue 31): a lesson blocks as `similar` when
+/// [`crate::service::outcomes::calibrated`]`(P, T)` is at or above the classifier's threshold,
+/// so the outcomes of earlier checks move what gets blocked; the score stays the raw P. With
+/// `T = 1` this is [`decide_classified`] exactly. `T` must be positive and finite.
+pub fn decide_classified_calibrated<'a, I>(
+    proposal: &str,
+    lessons: I,
+    variant: Variant,
+    temperature: f64,
+) -> Decision
+where
+    I: IntoIterator<Item = Candidate<'a>>,
+{
+    decide_classified_prepared(proposal, None, lessons, variant, temperature)
 }
 
 fn decide_classified_prepared<'a, I>(
@@ -465,6 +495,7 @@ fn decide_classified_prepared<'a, I>(
     analysed: Option<Arc<LexicalText>>,
     lessons: I,
     variant: Variant,
+    temperature: f64,
 ) -> Decision
 where
     I: IntoIterator<Item = Candidate<'a>>,
@@ -506,7 +537,10 @@ where
         let Some((probability, f)) = classify(&lesson_text, proposal_text, cosine, variant) else {
             continue;
         };
-        if probability >= model.threshold {
+        if out.top.is_none_or(|(_, t)| probability > t) {
+            out.top = Some((i, probability));
+        }
+        if crate::service::outcomes::calibrated(probability, temperature) >= model.threshold {
             if similar.is_none_or(|(_, s)| probability > s) {
                 similar = Some((i, probability));
             }

@@ -30,6 +30,7 @@ pub mod directives;
 pub mod lesson_vectors;
 pub mod lessons;
 pub mod meta;
+pub mod outcomes;
 pub mod projects;
 pub(crate) mod request_keys;
 mod target;
@@ -76,6 +77,7 @@ const MIGRATIONS: &[(&str, Option<DataStep>)] = &[
     (include_str!("request_keys.sql"), None),
     (include_str!("projects.sql"), Some(lessons::fill_task_words)),
     (include_str!("attempts.sql"), None),
+    (include_str!("outcomes.sql"), None),
 ];
 
 /// A migration's data step.

@@ -11,6 +11,7 @@ pub(crate) mod directives;
 pub(crate) mod lesson_vectors;
 pub(crate) mod lessons;
 pub(crate) mod meta;
+pub(crate) mod outcomes;
 pub(crate) mod projects;
 pub(crate) mod request_keys;
 

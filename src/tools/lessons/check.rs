@@ -9,8 +9,9 @@ use super::{ArgumentCode, Failure, Flag, LessonOut, Reply};
 use crate::ops::lessons::{self as ops, NearMissLesson, RelatedLesson, Relevance, Verdict};
 use crate::semantic::Semantic;
 use crate::service::lessons::{MAX_ID_CHARS, MAX_STRATEGY_CHARS, MatchType};
-use crate::tools::wire::{NonBlank, OneOf, Text, Validate};
-use crate::tools::{Annotations, Answer, ReadCtx, ReadTool, ToolDef, ToolError};
+use crate::service::CachedFamily;
+use crate::tools::wire::{NonBlank, OneOf, Text, Validate, WireUuid};
+use crate::tools::{Annotations, Answer, ToolDef, ToolError, WriteCtx, WriteTool};
 
 /// The related lessons' cosine floor, where the blacklist evaluation reads it.
 pub use crate::ops::lessons::RELATED_MIN_SCORE;
@@ -59,6 +60,17 @@ pub struct Checked {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(with = "f64", range(min = 0, max = 1))]
     pub score: Option<f64>,
+    /// When a lesson of the task was compared: the calibrated probability (0 to 1) that the
+    /// strategy repeats the failed approach of the best-matching lesson (the one above, else
+    /// the closest). blacklisted is probability ≥ matcher.threshold.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "f64", range(min = 0, max = 1))]
+    pub probability: Option<f64>,
+    /// With probability: close it once you know, with record_prediction {prediction_id,
+    /// actual: 1 if your strategy turned out to be the failed approach again, else 0}.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "WireUuid")]
+    pub prediction_id: Option<WireUuid>,
     /// When not blacklisted: the task's lesson closest to the strategy and its similarity score
     /// (0 to 1), for you to judge. Absent when the task has no active lesson.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -91,9 +103,12 @@ pub struct Matcher {
     /// The embedding model, for `kind: embedding`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
-    /// The classifier's probability (0 to 1) at or above which a strategy counts as the same
-    /// as a lesson's.
+    /// The probability (0 to 1) at or above which a strategy counts as the same as a
+    /// lesson's.
     pub threshold: f64,
+    /// The project's temperature for lessons (1 until outcomes recalibrated it): the
+    /// probability is σ(logit(P)/temperature) of the classifier's P.
+    pub temperature: f64,
 }
 
 /// Which matcher.
@@ -178,10 +193,11 @@ impl ToolDef for CheckStrategyBlacklist {
              look alike but reverse or retarget your strategy: read them, then decide.",
         )
     }
+    // It records its prediction (to be closed by record_prediction), so it is not read-only.
     const ANNOTATIONS: Annotations = Annotations {
-        read_only: true,
+        read_only: false,
         destructive: false,
-        idempotent: true,
+        idempotent: false,
     };
     type Input = CheckInput;
     type Output = CheckAnswer;
@@ -197,17 +213,24 @@ impl ToolDef for CheckStrategyBlacklist {
     }
 }
 
-impl ReadTool for CheckStrategyBlacklist {
-    fn run(ctx: &ReadCtx<'_>, input: CheckInput) -> Result<Answer<CheckAnswer>, ToolError> {
+impl WriteTool for CheckStrategyBlacklist {
+    // The predictions it records are read from the store, never cached.
+    const FAMILIES: &'static [CachedFamily] = &[];
+
+    fn run(ctx: &mut WriteCtx<'_>, input: CheckInput) -> Result<Answer<CheckAnswer>, ToolError> {
+        let (task_id, strategy) = (input.task_id.as_str(), &input.strategy.0);
         let verdict = ops::check(
             ctx.db,
             ctx.semantic,
-            input.task_id.as_str(),
-            &input.strategy.0,
+            task_id,
+            strategy,
             input.include_related == Some(true),
         )
         .map_err(|e| ToolError::Internal(e.to_string()))?;
-        Ok(Reply::done(verdict.into()))
+        let id = ops::record_prediction(ctx.db, &verdict, task_id, strategy, ctx.now)?;
+        let mut checked = Checked::from(verdict);
+        checked.prediction_id = id.map(WireUuid);
+        Ok(Reply::done(checked))
     }
 }
 
@@ -215,6 +238,8 @@ impl From<Verdict> for Checked {
     fn from(v: Verdict) -> Self {
         let blacklisted = v.blacklisted.as_ref();
         Checked {
+            probability: v.prediction.map(|b| b.probability),
+            prediction_id: None,
             blacklisted: blacklisted.is_some(),
             matcher: Matcher {
                 kind: match v.matcher.model {
@@ -223,6 +248,7 @@ impl From<Verdict> for Checked {
                 },
                 model: v.matcher.model,
                 threshold: v.matcher.threshold,
+                temperature: v.matcher.temperature,
             },
             lesson: blacklisted.map(|m| (&m.lesson).into()),
             match_type: blacklisted.map(|m| OneOf(m.match_type)),

@@ -16,6 +16,9 @@ use crate::service::meta::{
 };
 use crate::service::vocab::{Domain, NUM_EMBEDDERS};
 use crate::store::meta::{self as meta_store, CloseError, OPEN_PREDICTION_TTL_DAYS, Windows};
+use crate::store::outcomes::{
+    self as outcome_store, CHECK_PREDICTION_TTL_DAYS, CloseCheckError, ClosedBy,
+};
 use crate::tools::wire::{Int, Num, OneOf, UnitInterval, Validate, WireUuid};
 use crate::tools::{Annotations, Answer, ToolDef, ToolError, WriteCtx, WriteTool};
 
@@ -43,13 +46,15 @@ const STORED_FIELDS: [&str; 5] = [
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RecordInput {
-    /// From gwt_compute_delta_sc: closes that prediction; then send only actual.
+    /// From gwt_compute_delta_sc or check_strategy_blacklist: closes it; then send only
+    /// actual.
     pub prediction_id: Option<WireUuid>,
     /// Without prediction_id (then required, with predicted): the embedder.
     pub embedder_index: Option<Int<0, LAST_EMBEDDER>>,
     /// Without prediction_id: the predicted value.
     pub predicted: Option<Num<UnitInterval>>,
-    /// The outcome, on the prediction's scale.
+    /// The outcome, on the prediction's scale; for a check 1 (repeated the failed approach)
+    /// or 0.
     pub actual: Num<UnitInterval>,
     /// Without prediction_id, optional, with delta_c: the surprise ΔS behind it.
     pub delta_s: Option<Num<UnitInterval>>,
@@ -172,6 +177,21 @@ pub struct RecordAnswer {
     pub events: Vec<Named<EventType>>,
     /// The automatic Bayesian recalibration this call started; null when none ran.
     pub bayesian_recalibration: Option<RecalibrationReport>,
+    /// When prediction_id came from check_strategy_blacklist: the check closed (λ is left
+    /// alone; the outcome is a calibration observation of source `lessons`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub check: Option<CheckClosed>,
+}
+
+/// A closed blacklist check.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct CheckClosed {
+    /// The lesson the check's probability was about.
+    pub lesson_id: WireUuid,
+    /// Whether the strategy turned out to repeat that lesson's failed approach (actual 1).
+    pub repeat: bool,
+    /// Closed checks of this project now (the `lessons` source of get_calibration_metrics).
+    pub lessons_outcomes: usize,
 }
 
 impl RecordAnswer {
@@ -196,6 +216,7 @@ impl RecordAnswer {
                 .bayesian
                 .as_ref()
                 .map(|plan| RecalibrationReport::new(plan, false)),
+            check: None,
         }
     }
 }
@@ -205,11 +226,12 @@ impl ToolDef for RecordPrediction {
     const TITLE: &'static str = "Record a prediction outcome";
     fn description() -> String {
         format!(
-            "Report how a prediction turned out, so the memory re-weights its signals (λ). Send \
+            "Report how a prediction turned out, so the memory recalibrates. Send \
              {{prediction_id, actual}} for an update scored by gwt_compute_delta_sc (within \
-             {OPEN_PREDICTION_TTL_DAYS} days), or {{embedder_index, predicted, actual}} for a \
-             prediction made elsewhere. Repeated low accuracy runs a Bayesian recalibration, \
-             then asks for a human review."
+             {OPEN_PREDICTION_TTL_DAYS} days) or a check_strategy_blacklist answer (actual 1 if \
+             the strategy proved to be the failed approach again, else 0), or {{embedder_index, \
+             predicted, actual}} for a prediction made elsewhere. Repeated low accuracy of λ \
+             runs a Bayesian recalibration, then asks for a human review."
         )
     }
     const ANNOTATIONS: Annotations = Annotations {
@@ -229,6 +251,11 @@ impl WriteTool for RecordPrediction {
     const FAMILIES: &'static [CachedFamily] = &[CachedFamily::Meta];
 
     fn run(ctx: &mut WriteCtx<'_>, input: RecordInput) -> Result<Answer<RecordAnswer>, ToolError> {
+        if let Form::Close(id) = input.form()?
+            && let Some(answer) = close_check(ctx, id, &input)?
+        {
+            return Ok(Answer::ok(answer));
+        }
         let (prediction, id) = prediction(ctx, &input)?;
         meta_store::insert_prediction(ctx.db, &prediction, id)?;
         let db = ctx.db;
@@ -249,6 +276,80 @@ impl WriteTool for RecordPrediction {
             &ctx.svc.meta,
         )))
     }
+}
+
+/// Close the blacklist check `id` of this project with the call's `actual` (1: the strategy
+/// was the failed approach again, 0: it was another approach); `None` when no check gave
+/// this id (it may be a ΔS/ΔC prediction's). λ and the accuracy windows are left alone.
+fn close_check(
+    ctx: &WriteCtx<'_>,
+    id: Uuid,
+    input: &RecordInput,
+) -> Result<Option<RecordAnswer>, ToolError> {
+    if outcome_store::get_check(ctx.db, id)?.is_none() {
+        return Ok(None);
+    }
+    let actual = input.actual.get();
+    let repeat = match actual {
+        1.0 => true,
+        0.0 => false,
+        _ => {
+            return Err(ToolError::invalid(format!(
+                "field 'actual' is {actual}: prediction_id {id} is a check_strategy_blacklist \
+                 prediction, closed with 1 (the strategy was the failed approach again) or 0 \
+                 (it was another approach)"
+            )));
+        }
+    };
+    if input.ach_level.is_some() {
+        return Err(ToolError::invalid(
+            "field 'ach_level' cannot be combined with a check_strategy_blacklist prediction_id: \
+             a check's outcome does not move λ",
+        ));
+    }
+    let closed = outcome_store::close_check(ctx.db, id, repeat, ClosedBy::Agent, ctx.now)?
+        .map_err(|why| {
+            let reason = match why {
+                CloseCheckError::Unknown => "is unknown".to_string(),
+                CloseCheckError::AlreadyClosed(ClosedBy::Agent) => {
+                    "was already closed by an earlier record_prediction".into()
+                }
+                CloseCheckError::AlreadyClosed(ClosedBy::Lesson) => {
+                    "was already closed as a repeat when a lesson was logged for its strategy"
+                        .into()
+                }
+                CloseCheckError::Expired => format!(
+                    "has expired (checks must be closed within {CHECK_PREDICTION_TTL_DAYS} days)"
+                ),
+            };
+            ToolError::invalid(format!("prediction_id {id} {reason}"))
+        })?;
+    let lessons_outcomes = outcome_store::closed_checks(ctx.db, None)?.len();
+    let m = &ctx.svc.meta;
+    let error = closed.probability - actual;
+    Ok(Some(RecordAnswer {
+        recorded: true,
+        prediction_id: Some(WireUuid(id)),
+        embedder_index: None,
+        predicted: closed.probability,
+        actual,
+        prediction_error: error,
+        accuracy: 1.0 - error.abs().min(1.0),
+        adjustment: None,
+        current_lambdas: m.lambdas.into(),
+        current_accuracy: m.current_accuracy(),
+        consecutive_low_count: m.consecutive_low,
+        escalation_status: Named(m.escalation_status()),
+        lifecycle_stage: Named(m.stage()),
+        interaction_count: m.interaction_count,
+        events: Vec::new(),
+        bayesian_recalibration: None,
+        check: Some(CheckClosed {
+            lesson_id: WireUuid(closed.lesson_id),
+            repeat,
+            lessons_outcomes,
+        }),
+    }))
 }
 
 /// The prediction a call records, and the id of the open prediction it closes. Closing reads
@@ -303,7 +404,10 @@ fn prediction(
 /// answered like an argument error (the id is what is wrong).
 fn cannot_close(id: Uuid, why: CloseError) -> ToolError {
     let reason = match why {
-        CloseError::Unknown => "is unknown (no gwt_compute_delta_sc call returned it)".to_string(),
+        CloseError::Unknown => {
+            "is unknown (no gwt_compute_delta_sc or check_strategy_blacklist call of this project returned it)"
+                .to_string()
+        }
         CloseError::AlreadyClosed => "was already closed by an earlier record_prediction".into(),
         CloseError::Expired => format!(
             "has expired (predictions must be closed within {OPEN_PREDICTION_TTL_DAYS} days)"

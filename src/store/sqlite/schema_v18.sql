@@ -1,5 +1,5 @@
--- The schema of a new database at user_version 17, one statement per object, as SQLite stores it
--- after migrations 1-17 (store/sqlite/create.rs; the unit test there proves it). Never edit: a change
+-- The schema of a new database at user_version 18, one statement per object, as SQLite stores it
+-- after migrations 1-18 (store/sqlite/create.rs; the unit test there proves it). Never edit: a change
 -- to the schema is a new migration, which new files run after this.
 CREATE TABLE meta_state (
     id                  INTEGER PRIMARY KEY CHECK (id = 1),
@@ -227,3 +227,28 @@ CREATE TABLE attempts (
 ) STRICT;
 CREATE INDEX attempts_open ON attempts (project, lesson_id, created_us);
 CREATE INDEX attempts_session ON attempts (project, session_id);
+CREATE TABLE check_predictions (
+    seq          INTEGER PRIMARY KEY,
+    id           TEXT    NOT NULL UNIQUE,
+    project      TEXT    NOT NULL,
+    task_id      TEXT    NOT NULL,
+    lesson_id    TEXT    NOT NULL,
+    strategy     TEXT    NOT NULL,
+    raw          REAL    NOT NULL,
+    probability  REAL    NOT NULL,
+    blacklisted  INTEGER NOT NULL,
+    created_us   INTEGER NOT NULL,
+    closed_us    INTEGER,
+    actual       INTEGER,
+    closed_by    TEXT
+) STRICT;
+CREATE INDEX check_predictions_open ON check_predictions (project, strategy, created_us);
+CREATE INDEX check_predictions_closed ON check_predictions (project, closed_us);
+CREATE TABLE outcome_temperatures (
+    project      TEXT    NOT NULL,
+    source       TEXT    NOT NULL,
+    temperature  REAL    NOT NULL,
+    outcomes     INTEGER NOT NULL,
+    fitted_us    INTEGER NOT NULL,
+    PRIMARY KEY (project, source)
+) STRICT;
