@@ -12,6 +12,9 @@ use super::wire::{Choice, NonBlank, Num, OneOf, Timestamp, UnitInterval, Validat
 use super::{Annotations, Answer, Tool, ToolDef, ToolError, WriteCtx, WriteTool};
 use crate::ops::beliefs::Acted;
 use crate::service::CachedFamily;
+use crate::service::atc::temperature::TemperatureFit;
+use crate::service::outcomes::{self, Source};
+use crate::store::outcomes::{self as outcome_store, SourceTemperature};
 use crate::service::epistemic::{
     ActionRequest, ActionType, Belief, BeliefEvent, BeliefStatus, DEFAULT_CONFIDENCE, DENIED_BELOW,
     MAX_RATIONALE_CHARS, MAX_TARGET_CHARS, Outcome as ActionOutcome, UncertaintyType,
@@ -110,6 +113,11 @@ pub struct ActionAnswer {
     pub query_result: Option<QueryResult>,
     /// The whole workspace after the action.
     pub workspace_state: WorkspaceState,
+    /// Once this project has resolved enough beliefs (verified, refuted or retracted; see
+    /// `MIN_CALIBRATION_OUTCOMES`): the belief's confidence as your past outcomes calibrate it,
+    /// σ(logit(confidence)/T) with the beliefs temperature T (refitted as beliefs resolve).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub calibrated_confidence: Option<f64>,
 }
 
 /// Why an epistemic action failed.
@@ -315,6 +323,7 @@ impl ActionAnswer {
             belief_state: None,
             query_result: None,
             workspace_state: summary.into(),
+            calibrated_confidence: None,
         }
     }
 }
@@ -376,6 +385,10 @@ impl WriteTool for EpistemicAction {
             Ok(r) => r,
             Err(e) => return Ok(Answer::failed(ActionAnswer::not_found(req, &e, &summary))),
         };
+        let calibrated_confidence = match &result.belief {
+            Some(b) => calibrated_confidence(ctx, req.action, b.confidence)?,
+            None => None,
+        };
         let query_result = (req.action == ActionType::Query).then(|| {
             let history = result.belief.as_ref().map_or(&[][..], |b| &b.history[..]);
             let recent = &history[history.len().saturating_sub(QUERY_HISTORY_EVENTS)..];
@@ -396,6 +409,39 @@ impl WriteTool for EpistemicAction {
             belief_state: result.belief.as_ref().map(BeliefState::from),
             query_result,
             workspace_state: (&summary).into(),
+            calibrated_confidence,
         }))
     }
+}
+
+/// The calibrated `confidence` when the project has at least
+/// [`outcomes::MIN_CALIBRATION_OUTCOMES`] resolved beliefs, else `None`. An action that may
+/// resolve a belief (`verify`, `retract`) first refits the beliefs temperature when a refit
+/// would move it by more than 1 % (level 2, automatically, as outcomes arrive).
+fn calibrated_confidence(
+    ctx: &WriteCtx<'_>,
+    action: ActionType,
+    confidence: f64,
+) -> Result<Option<f64>, ToolError> {
+    let resolved = outcome_store::outcomes(ctx.db, Source::Beliefs, None)?;
+    if resolved.len() < outcomes::MIN_CALIBRATION_OUTCOMES {
+        return Ok(None);
+    }
+    let mut temperature = outcome_store::temperature(ctx.db, Source::Beliefs)?;
+    if matches!(action, ActionType::Verify | ActionType::Retract)
+        && outcomes::refit_would_move(&resolved, temperature)
+        && let TemperatureFit::Fitted(f) = outcomes::fit(&resolved)
+    {
+        temperature = f.temperature;
+        outcome_store::set_temperature(
+            ctx.db,
+            &SourceTemperature {
+                source: Source::Beliefs,
+                temperature,
+                outcomes: resolved.len() as u64,
+                fitted_at: ctx.now,
+            },
+        )?;
+    }
+    Ok(Some(outcomes::calibrated(confidence, temperature)))
 }

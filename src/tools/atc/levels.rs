@@ -25,6 +25,8 @@ pub enum LevelDetail {
     Bandit(BanditDetail),
     /// Level 4.
     Optimizer(OptimizerDetail),
+    /// Level 1 or 2 on the lessons or beliefs source.
+    Source(super::sources::SourceDetail),
 }
 
 /// Level 1: drift of the domain's thresholds and of the embedders' calibration.

@@ -7,7 +7,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::output::{BinOut, MetricsOut, bins, recommendations};
+use super::sources::{self, SourceOut};
 use super::{AtcDomain, EmbedderNo, LevelNo, level_list};
+use crate::service::outcomes::Source;
 use crate::service::atc::ObservationFilter;
 use crate::service::atc::advice::Assessment;
 use crate::service::atc::metrics::{CalibrationStatus, N_BINS};
@@ -69,9 +71,29 @@ pub struct MetricsInput {
     pub embedder_id: Option<EmbedderNo>,
     /// Include the reliability bins, raw and calibrated.
     pub include_bins: Option<bool>,
+    /// Whose outcomes (default observations, with every source under by_source).
+    pub source: Option<OneOf<Source>>,
 }
 
-impl Validate for MetricsInput {}
+impl Validate for MetricsInput {
+    fn validate(&self) -> Result<(), ToolError> {
+        let Some(source) = self.source.map(OneOf::get) else {
+            return Ok(());
+        };
+        for (field, given) in [
+            ("domain", self.domain.is_some()),
+            ("embedder_id", self.embedder_id.is_some()),
+        ] {
+            if given && source != Source::Observations {
+                return Err(ToolError::invalid(format!(
+                    "field '{field}' applies to source observations only, got source {}",
+                    source.as_str()
+                )));
+            }
+        }
+        Ok(())
+    }
+}
 
 /// The answer of `get_calibration_metrics`.
 #[derive(Debug, Serialize, JsonSchema)]
@@ -107,6 +129,16 @@ pub struct MetricsAnswer {
     /// Reliability bins, when asked for with include_bins.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reliability: Option<Reliability>,
+    /// The source measured: `observations` (record_calibration_observations), `lessons`
+    /// (closed blacklist checks) or `beliefs` (resolved hypotheses) of this project.
+    pub source: OneOf<Source>,
+    /// Without source: each source's calibration over the period.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub by_source: Option<Vec<SourceOut>>,
+    /// For lessons or beliefs: the source's temperature (σ(logit(p)/T) maps the raw
+    /// confidence to the calibrated one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
 }
 
 /// Reliability bins, raw and calibrated (empty lists without observations).
@@ -161,13 +193,55 @@ impl ReadTool for GetCalibrationMetrics {
             .atc
             .assess(&filter, domain.unwrap_or(Domain::General), ctx.now);
         let include_bins = input.include_bins.unwrap_or(false);
-        Ok(Answer::ok(answer(
-            timeframe,
-            since,
-            &filter,
-            &a,
-            include_bins,
-        )))
+        match input.source.map(OneOf::get) {
+            Some(source @ (Source::Lessons | Source::Beliefs)) => {
+                let s = sources::assess(ctx.db, source, Some(since))?;
+                Ok(Answer::ok(source_answer(timeframe, since, &s, include_bins)))
+            }
+            given => {
+                let mut out = answer(timeframe, since, &filter, &a, include_bins);
+                if given.is_none() {
+                    let mut all = vec![SourceOut::new(Source::Observations, &a.metrics, None)];
+                    for source in [Source::Lessons, Source::Beliefs] {
+                        let s = sources::assess(ctx.db, source, Some(since))?;
+                        all.push(SourceOut::new(source, &s.metrics, Some(s.temperature)));
+                    }
+                    out.by_source = Some(all);
+                }
+                Ok(Answer::ok(out))
+            }
+        }
+    }
+}
+
+/// The answer for the lessons or beliefs source.
+fn source_answer(
+    timeframe: Timeframe,
+    since: DateTime<Utc>,
+    s: &sources::Assessment,
+    include_bins: bool,
+) -> MetricsAnswer {
+    let (raw, calibrated) = (s.metrics.raw.as_ref(), s.metrics.calibrated.as_ref());
+    MetricsAnswer {
+        timeframe: OneOf(timeframe),
+        since: Timestamp(since),
+        domain: None,
+        embedder_id: None,
+        observation_count: s.outcomes.len(),
+        metrics: calibrated.map(MetricsOut::from),
+        raw_metrics: raw.map(MetricsOut::from),
+        status: s.status.map(OneOf),
+        should_recalibrate: !s.levels.is_empty(),
+        recommended_levels: level_list(&s.levels),
+        recommendations: s.recommendations(),
+        should_optimize_level4: false,
+        reliability: include_bins.then(|| Reliability {
+            raw: bins(raw),
+            calibrated: bins(calibrated),
+        }),
+        source: OneOf(s.source),
+        by_source: None,
+        temperature: Some(s.temperature),
     }
 }
 
@@ -206,5 +280,8 @@ fn answer(
             raw: bins(raw),
             calibrated: bins(calibrated),
         }),
+        source: OneOf(Source::Observations),
+        by_source: None,
+        temperature: None,
     }
 }

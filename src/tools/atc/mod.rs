@@ -11,6 +11,7 @@ mod metrics;
 mod output;
 mod recalibrate;
 mod record;
+pub mod sources;
 mod status;
 
 use std::borrow::Cow;

@@ -10,6 +10,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::levels::{LevelDetail, detail};
+use super::sources;
+use crate::service::outcomes::Source;
 use super::output::{MetricsPairOut, recommendations};
 use super::{AtcDomain, DEFAULT_DOMAIN, LEVEL_HINT, LevelNo, level_list};
 use crate::service::CachedFamily;
@@ -47,9 +49,18 @@ pub struct RecalibrateInput {
     pub reset: Option<bool>,
     /// Level 3 only: a seed, for a reproducible draw.
     pub seed: Option<Int<0, MAX_SEED>>,
+    /// Levels 1-2 only: run on this source's outcomes (default observations).
+    pub source: Option<OneOf<Source>>,
 }
 
 impl RecalibrateInput {
+    /// The lessons or beliefs source asked for; `None` for the observations.
+    fn own_source(&self) -> Option<Source> {
+        self.source
+            .map(OneOf::get)
+            .filter(|s| *s != Source::Observations)
+    }
+
     /// The level asked for, with the seed's message when it is missing.
     fn level(&self) -> Result<Level, ToolError> {
         match self.level {
@@ -76,6 +87,21 @@ impl Validate for RecalibrateInput {
             if given && level != 3 {
                 return Err(ToolError::invalid(format!(
                     "field '{field}' applies to level 3 only, got level {level}"
+                )));
+            }
+        }
+        if let Some(source) = self.own_source() {
+            if level > 2 {
+                return Err(ToolError::invalid(format!(
+                    "field 'source' {} runs levels 1 and 2 only, got level {level}. {}",
+                    source.as_str(),
+                    sources::NO_THRESHOLD_LEVELS
+                )));
+            }
+            if self.domain.is_some() {
+                return Err(ToolError::invalid(format!(
+                    "field 'domain' applies to source observations only, got source {}",
+                    source.as_str()
                 )));
             }
         }
@@ -118,10 +144,12 @@ pub enum Scope {
     All,
     /// The domain's observations.
     Domain,
+    /// The outcomes of the lessons or beliefs source of this project.
+    Source,
 }
 
 /// What the level did.
-#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ActionName {
     /// Level 1 reported drift.
@@ -277,6 +305,9 @@ impl WriteTool for TriggerRecalibration {
         input: RecalibrateInput,
     ) -> Result<Answer<RecalibrationAnswer>, ToolError> {
         let level = input.level()?;
+        if let Some(source) = input.own_source() {
+            return source_run(ctx, source, level, input.dry_run.unwrap_or(false));
+        }
         let domain = input.domain.map_or(Domain::General, |d| d.get().0);
         let mode = if input.dry_run.unwrap_or(false) {
             RunMode::DryRun
@@ -304,4 +335,83 @@ impl WriteTool for TriggerRecalibration {
         }
         Ok(Answer::ok((&r).into()))
     }
+}
+
+/// Level 1 or 2 on the lessons or beliefs source of this project (see [`sources::run`]); an
+/// applied level 2 is noted in the directive history.
+fn source_run(
+    ctx: &mut WriteCtx<'_>,
+    source: Source,
+    level: Level,
+    dry_run: bool,
+) -> Result<Answer<RecalibrationAnswer>, ToolError> {
+    let number = level.number();
+    let r = sources::run(ctx.db, source, number, dry_run, ctx.now)?;
+    let detail = r.detail(dry_run);
+    let (action, description) = match (number, r.fitted) {
+        (1, _) => (
+            ActionName::Reported,
+            format!(
+                "Drift of the {} outcomes: EWMA of calibrated confidence − outcome {:.4}, score {:.2}.",
+                source.as_str(),
+                detail.drift_ewma,
+                detail.drift_score
+            ),
+        ),
+        (_, Some((t, _))) if !dry_run => (
+            ActionName::Recalibrated,
+            format!(
+                "Temperature of the {} outcomes {:.4} -> {t:.4} (NLL minimised over {} outcomes).",
+                source.as_str(),
+                detail.temperature_before,
+                detail.outcomes
+            ),
+        ),
+        (_, Some((t, _))) => (
+            ActionName::Computed,
+            format!(
+                "Dry run: the {} temperature would be {t:.4} (now {:.4}).",
+                source.as_str(),
+                detail.temperature_before
+            ),
+        ),
+        (_, None) => (
+            ActionName::Computed,
+            format!("No temperature fitted for the {} outcomes.", source.as_str()),
+        ),
+    };
+    if action == ActionName::Recalibrated {
+        let note = format!("Level 2 recalibration: {description}");
+        let d = Directive::new(
+            None,
+            InterventionType::Override,
+            note,
+            directives::SERVER_ACTOR,
+            ctx.now,
+        );
+        directives::insert(ctx.db, &d)?;
+    }
+    let error = r.skipped.clone();
+    let (before, after) = r.metrics();
+    let status = r.after.calibrated.as_ref().map(|m| m.status());
+    let mut recommendations = recommendations(status, &r.levels);
+    recommendations.push(sources::NO_THRESHOLD_LEVELS.to_string());
+    Ok(Answer::ok(RecalibrationAnswer {
+        success: error.is_none(),
+        recalibration: RecalibrationOut {
+            level: LevelNo(number),
+            level_name: level.into(),
+            action,
+            description,
+            domain: OneOf(AtcDomain(Domain::General)),
+            dry_run,
+            detail: LevelDetail::Source(detail),
+        },
+        metrics_scope: Scope::Source,
+        metrics_before: before,
+        metrics_after: after,
+        error,
+        recommended_levels: r.recommended_levels(),
+        recommendations,
+    }))
 }
