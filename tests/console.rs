@@ -639,11 +639,16 @@ fn the_report_is_one_page_of_plots_that_chromium_renders_without_errors() {
         let found = html.replace("http://www.w3.org/2000/svg", "");
         assert!(!found.contains(banned), "the page holds {banned:?}");
     }
-    // The plots: a reliability diagram per embedder with data (3), ECE over time, λ_s over
+    // The plots: a reliability diagram per embedder with data (3), one per source of the
+    // project's own outcomes with data (the demo's verified belief: 1), ECE over time, λ_s over
     // time, the arms of the two domains with pulls, lessons over time, the directive timeline.
+    assert!(
+        html.contains("beliefs · T = 1.00 · n = 1"),
+        "the beliefs' diagram"
+    );
     assert_eq!(
         html.matches("<svg").count(),
-        3 + 1 + 1 + 2 + 1 + 1,
+        3 + 1 + 1 + 1 + 2 + 1 + 1,
         "plots in the page"
     );
     for want in [

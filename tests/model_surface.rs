@@ -203,7 +203,8 @@ fn annotations_tell_the_truth(backend: Backend) {
         let name = t["name"].as_str().unwrap();
         let a = &t["annotations"];
         assert_eq!(a["openWorldHint"], false, "{name}");
-        if name.starts_with("get_") || name.starts_with("list_") || name.starts_with("check_") {
+        // check_strategy_blacklist records its prediction (issue 31): it writes.
+        if name.starts_with("get_") || name.starts_with("list_") {
             assert_eq!(a["readOnlyHint"], true, "{name}");
             assert_eq!(a["destructiveHint"], false, "{name}");
         } else {

@@ -48,7 +48,12 @@ fn pairs() -> Vec<(String, String, String, bool)> {
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
         .map(|v| {
             let s = |k: &str| v[k].as_str().unwrap().to_owned();
-            (s("task"), s("strategy"), s("proposal"), v["label"] == "same")
+            (
+                s("task"),
+                s("strategy"),
+                s("proposal"),
+                v["label"] == "same",
+            )
         })
         .collect()
 }
@@ -96,7 +101,10 @@ fn checks_are_predictions_that_outcomes_recalibrate(backend: Backend) {
     }
     // A task without lessons compares nothing: no prediction.
     let r = check(&mut s, "no-lessons-here", "Restart the worker");
-    assert!(r.get("prediction_id").is_none() && r.get("probability").is_none(), "{r}");
+    assert!(
+        r.get("prediction_id").is_none() && r.get("probability").is_none(),
+        "{r}"
+    );
 
     let mut closed = Vec::new();
     let mut similar = None;
@@ -131,7 +139,10 @@ fn checks_are_predictions_that_outcomes_recalibrate(backend: Backend) {
         "record_prediction",
         json!({"prediction_id": open, "actual": 0.5}),
     );
-    assert!(msg.contains("'actual'") && msg.contains("1") && msg.contains("0"), "{msg}");
+    assert!(
+        msg.contains("'actual'") && msg.contains("1") && msg.contains("0"),
+        "{msg}"
+    );
 
     // The lessons source: 40 observations, ECE and Brier equal to the reference.
     let samples: Vec<(f64, bool)> = closed.iter().map(|(p, y, _)| (*p, *y)).collect();
@@ -139,9 +150,18 @@ fn checks_are_predictions_that_outcomes_recalibrate(backend: Backend) {
     let m = metrics(&mut s, "lessons");
     assert_eq!(m["source"], "lessons");
     assert_eq!(m["observation_count"], 40, "{m}");
-    assert!(close_to(m["raw_metrics"]["ece"].as_f64().unwrap(), ece), "{m} vs {ece}");
-    assert!(close_to(m["raw_metrics"]["brier"].as_f64().unwrap(), brier), "{m}");
-    assert!(close_to(m["metrics"]["ece"].as_f64().unwrap(), ece), "T = 1: {m}");
+    assert!(
+        close_to(m["raw_metrics"]["ece"].as_f64().unwrap(), ece),
+        "{m} vs {ece}"
+    );
+    assert!(
+        close_to(m["raw_metrics"]["brier"].as_f64().unwrap(), brier),
+        "{m}"
+    );
+    assert!(
+        close_to(m["metrics"]["ece"].as_f64().unwrap(), ece),
+        "T = 1: {m}"
+    );
     assert_eq!(m["reliability"]["raw"].as_array().unwrap().len(), 10);
     // Without a source: every source is listed; the observations' figures stay as they were.
     let all = s.tool_ok("get_calibration_metrics", json!({}));
@@ -188,7 +208,10 @@ fn checks_are_predictions_that_outcomes_recalibrate(backend: Backend) {
     let after = r["probability"].as_f64().unwrap();
     let logit = (before / (1.0 - before)).ln();
     let expected = 1.0 / (1.0 + (-logit / t).exp());
-    assert!((after - expected).abs() < 1e-9, "{before} at T {t}: {after} vs {expected}");
+    assert!(
+        (after - expected).abs() < 1e-9,
+        "{before} at T {t}: {after} vs {expected}"
+    );
     assert!((after - before).abs() > 1e-3, "{before} -> {after}");
     // The refitted metrics: calibration under the new temperature, still 40 outcomes.
     let m = metrics(&mut s, "lessons");
@@ -205,7 +228,11 @@ fn a_lesson_logged_after_a_check_closes_it_as_a_repeat(backend: Backend) {
     let mut s = Server::start_on(backend);
     s.ready();
     let task = "flaky-checkout-test";
-    log(&mut s, task, "Mock the payment gateway client in the checkout tests");
+    log(
+        &mut s,
+        task,
+        "Mock the payment gateway client in the checkout tests",
+    );
     let tried = "Retry the checkout test up to 3 times in CI";
     let r = check(&mut s, task, tried);
     assert_eq!(r["blacklisted"], false, "{r}");
@@ -213,8 +240,14 @@ fn a_lesson_logged_after_a_check_closes_it_as_a_repeat(backend: Backend) {
     // The strategy failed: the agent logs it. The check that let it through was wrong.
     let logged = log(&mut s, task, tried);
     assert_eq!(logged["result"]["isError"], false, "{logged}");
-    let (_, msg) = s.tool_err("record_prediction", json!({"prediction_id": id, "actual": 0}));
-    assert!(msg.contains("closed as a repeat when a lesson was logged"), "{msg}");
+    let (_, msg) = s.tool_err(
+        "record_prediction",
+        json!({"prediction_id": id, "actual": 0}),
+    );
+    assert!(
+        msg.contains("closed as a repeat when a lesson was logged"),
+        "{msg}"
+    );
     let m = metrics(&mut s, "lessons");
     assert_eq!(m["observation_count"], 1, "{m}");
     assert_eq!(m["raw_metrics"]["accuracy"], 1.0, "{m}");
@@ -223,7 +256,10 @@ fn a_lesson_logged_after_a_check_closes_it_as_a_repeat(backend: Backend) {
     other.ready();
     let r = check(&mut s, task, "Pin the payment SDK version");
     let id = r["prediction_id"].as_str().unwrap().to_owned();
-    let (_, msg) = other.tool_err("record_prediction", json!({"prediction_id": id, "actual": 1}));
+    let (_, msg) = other.tool_err(
+        "record_prediction",
+        json!({"prediction_id": id, "actual": 1}),
+    );
     assert!(msg.contains("unknown"), "{msg}");
     assert_eq!(metrics(&mut other, "lessons")["observation_count"], 0);
 }
@@ -256,7 +292,9 @@ fn resolved_hypotheses_are_the_beliefs_source(backend: Backend) {
         samples.push((stated, right));
         if i == 19 {
             // The 20th resolution: the answer shows the calibrated confidence.
-            let c = r["calibrated_confidence"].as_f64().unwrap_or_else(|| panic!("{r}"));
+            let c = r["calibrated_confidence"]
+                .as_f64()
+                .unwrap_or_else(|| panic!("{r}"));
             assert!((0.0..=1.0).contains(&c), "{r}");
         }
     }
@@ -265,8 +303,14 @@ fn resolved_hypotheses_are_the_beliefs_source(backend: Backend) {
     let (ece, brier) = reference(&samples);
     let m = metrics(&mut s, "beliefs");
     assert_eq!(m["observation_count"], 20, "{m}");
-    assert!(close_to(m["raw_metrics"]["ece"].as_f64().unwrap(), ece), "{m} vs {ece}");
-    assert!(close_to(m["raw_metrics"]["brier"].as_f64().unwrap(), brier), "{m}");
+    assert!(
+        close_to(m["raw_metrics"]["ece"].as_f64().unwrap(), ece),
+        "{m} vs {ece}"
+    );
+    assert!(
+        close_to(m["raw_metrics"]["brier"].as_f64().unwrap(), brier),
+        "{m}"
+    );
     // The beliefs temperature was refitted as they resolved: a new hypothesis at 0.9 is shown
     // calibrated, below what it states (this agent is overconfident).
     let r = act(&mut s, "hypothesize", "the cause is the scheduler", 0.9);
@@ -277,7 +321,82 @@ fn resolved_hypotheses_are_the_beliefs_source(backend: Backend) {
     assert!((c - expected).abs() < 1e-9, "{c} vs {expected} at T {t}");
 }
 
+/// The console on the test's database (same project as the servers: the harness pins it).
+fn console_json(db: &std::path::Path, args: &[&str]) -> Value {
+    let out = common::run(db, args, b"");
+    let text = common::succeeded(out, args);
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{args:?}: {e}: {text}"))
+}
+
+fn a_source_that_stays_miscalibrated_escalates(backend: Backend) {
+    let mut s = Server::start_on(backend);
+    s.ready();
+    // An agent whose confidence points the wrong way: sure of what gets refuted, doubtful of
+    // what gets verified. No temperature can fix that (it only scales the log-odds).
+    for i in 0..20 {
+        let target = format!("suspect {i}");
+        let (stated, evidence) = if i % 2 == 0 { (0.9, 0.01) } else { (0.1, 0.99) };
+        s.tool_ok(
+            "epistemic_action",
+            json!({"action_type": "hypothesize", "target": target, "confidence": stated,
+                   "rationale": "a hunch"}),
+        );
+        s.tool_ok(
+            "epistemic_action",
+            json!({"action_type": "verify", "target": target, "confidence": evidence,
+                   "rationale": "the test run"}),
+        );
+    }
+    let m = metrics(&mut s, "beliefs");
+    assert_eq!(m["observation_count"], 20, "{m}");
+    assert!(m["metrics"]["ece"].as_f64().unwrap() >= 0.15, "{m}");
+    // The server recalibrated as they resolved, then escalated: the status says which source
+    // and what a person should look at; the directive history has the ESCALATION.
+    let status = console_json(&s.db, &["status", "--json"]);
+    let beliefs = status["sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["source"] == "beliefs")
+        .unwrap_or_else(|| panic!("{status}"))
+        .clone();
+    assert_eq!(beliefs["outcomes"], 20, "{status}");
+    let advice = beliefs["escalation"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{status}"));
+    assert!(
+        advice.contains("stated confidence") && advice.contains("report"),
+        "{advice}"
+    );
+    let lessons = &status["sources"][0];
+    assert_eq!(lessons["source"], "lessons");
+    assert!(lessons["escalation"].is_null(), "{status}");
+    let directives = console_json(&s.db, &["directives", "--json"]);
+    let text = directives.to_string();
+    assert!(
+        text.contains("ESCALATION") && text.contains("source beliefs"),
+        "{text}"
+    );
+    // The report draws the beliefs' reliability diagram.
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("report.html");
+    let out = common::run(&s.db, &["report", "--out", page.to_str().unwrap()], b"");
+    common::succeeded(out, &["report"]);
+    let html = std::fs::read_to_string(&page).unwrap();
+    let section = html
+        .split("Reliability of the memory's own judgements")
+        .nth(1)
+        .unwrap();
+    let section = section.split("<h2>").next().unwrap();
+    assert!(section.contains("beliefs · T = 4.00 · n = 20"), "{section}");
+    assert!(
+        section.matches("<svg").count() == 1,
+        "one source with outcomes: {section}"
+    );
+}
+
 both_backends!(
+    a_source_that_stays_miscalibrated_escalates,
     checks_are_predictions_that_outcomes_recalibrate,
     a_lesson_logged_after_a_check_closes_it_as_a_repeat,
     resolved_hypotheses_are_the_beliefs_source,

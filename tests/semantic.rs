@@ -326,7 +326,8 @@ fn without_a_model_the_lexical_matcher_decides_after_one_warning_line() {
     let r = check(&mut s, "T", "I tried parsing the HTML with regexes");
     assert_eq!(
         r["matcher"],
-        json!({"kind": "lexical", "threshold": Variant::Lexical.classifier().threshold}),
+        json!({"kind": "lexical", "threshold": Variant::Lexical.classifier().threshold,
+               "temperature": 1.0}),
         "{r}"
     );
     assert_eq!(r["blacklisted"], true, "{r}");

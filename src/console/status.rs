@@ -7,6 +7,7 @@ use super::ConsoleError;
 use super::out::{Out, Paint, bytes, safe, when};
 use crate::service::atc::state::ObservationFilter;
 use crate::service::meta::EscalationStatus;
+use crate::service::outcomes::Source;
 use crate::service::vocab::Domain;
 use crate::store::admin::{self, Stats};
 use crate::tools::App;
@@ -42,6 +43,8 @@ pub struct Status {
     pub escalation_advice: String,
     /// Calibration per domain with observations.
     pub calibration: Vec<DomainCalibration>,
+    /// Calibration of this project's own judgements: the lessons and beliefs sources.
+    pub sources: Vec<SourceCalibration>,
     /// Row counts.
     pub counts: Counts,
     /// The newest time any tool wrote (RFC 3339); null on an empty database.
@@ -62,6 +65,25 @@ pub struct DomainCalibration {
     /// The band of the calibrated ECE: Excellent < 0.05, Good < 0.10, Acceptable < 0.15,
     /// Poor < 0.25, else Critical.
     pub band: &'static str,
+}
+
+/// Calibration of one source of this project's outcomes (issue 31).
+#[derive(Debug, Serialize)]
+pub struct SourceCalibration {
+    /// `lessons` (closed blacklist checks) or `beliefs` (resolved hypotheses).
+    pub source: &'static str,
+    /// Resolved outcomes.
+    pub outcomes: usize,
+    /// ECE of the confidences as stated; null without outcomes.
+    pub ece_stated: Option<f64>,
+    /// ECE under the source's temperature; null without outcomes.
+    pub ece_calibrated: Option<f64>,
+    /// The source's temperature (1 until recalibrated).
+    pub temperature: f64,
+    /// The band of the calibrated ECE; null without outcomes.
+    pub band: Option<&'static str>,
+    /// When the source stays miscalibrated after recalibration: what a person should look at.
+    pub escalation: Option<String>,
 }
 
 /// Row counts of `status`.
@@ -166,6 +188,19 @@ pub fn gather(app: &App) -> Result<Status, ConsoleError> {
                 })
             })
             .collect();
+        let mut sources = Vec::new();
+        for source in [Source::Lessons, Source::Beliefs] {
+            let a = crate::ops::outcomes::assess(ctx.db, source, None)?;
+            sources.push(SourceCalibration {
+                source: source.as_str(),
+                outcomes: a.outcomes.len(),
+                ece_stated: a.metrics.raw.as_ref().map(|m| m.ece),
+                ece_calibrated: a.metrics.calibrated.as_ref().map(|m| m.ece),
+                temperature: a.temperature,
+                band: a.status.map(|b| b.as_str()),
+                escalation: crate::ops::outcomes::pending_escalation(ctx.db, &a)?,
+            });
+        }
         let path = ctx.db_path.to_string();
         let bytes = stats.bytes.or_else(|| {
             (path != ":memory:").then(|| {
@@ -192,6 +227,7 @@ pub fn gather(app: &App) -> Result<Status, ConsoleError> {
             escalation_status: m.escalation_status().as_str(),
             escalation_advice: advice(m.escalation_status()),
             calibration,
+            sources,
             counts: Counts {
                 lessons: stats.lessons,
                 active_lessons: stats.active_lessons,
@@ -308,6 +344,42 @@ pub fn run(app: &App, json: bool, out: &mut Out) -> Result<(), ConsoleError> {
             ]);
         }
         out.print_table(&t)?;
+    }
+    // The project's own judgements (issue 31), in a table like the domains'.
+    out.field("Outcomes", "")?;
+    let mut t = out.table(&[
+        "source",
+        "outcomes",
+        "ECE stated",
+        "ECE calibrated",
+        "T",
+        "band",
+    ]);
+    for c in &s.sources {
+        let shown = |e: Option<f64>| e.map_or("-".to_string(), |e| format!("{e:.3}"));
+        let band = c.band.map_or("-".to_string(), |band| {
+            let paint = match band {
+                "Excellent" | "Good" => Paint::Good,
+                "Acceptable" => Paint::Warn,
+                _ => Paint::Bad,
+            };
+            out.paint(paint, band)
+        });
+        t.add_row(vec![
+            c.source.to_string(),
+            c.outcomes.to_string(),
+            shown(c.ece_stated),
+            shown(c.ece_calibrated),
+            format!("{:.2}", c.temperature),
+            band,
+        ]);
+    }
+    out.print_table(&t)?;
+    for c in &s.sources {
+        if let Some(advice) = &c.escalation {
+            let warn = out.paint(Paint::Bad, "escalated");
+            out.field(c.source, &format!("{warn}: {advice}"))?;
+        }
     }
     let c = &s.counts;
     out.field(

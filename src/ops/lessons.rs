@@ -7,10 +7,9 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use crate::semantic::{Model, Semantic};
-use crate::service::outcomes::{self, Source};
 use crate::service::lessons::matching::{
-    Candidate, Decision, Variant, decide_classified, decide_classified_calibrated,
-    decide_lexical, decide_lexical_calibrated,
+    Candidate, Decision, Variant, decide_classified, decide_classified_calibrated, decide_lexical,
+    decide_lexical_calibrated,
 };
 use crate::service::lessons::text::word_tokens;
 use crate::service::lessons::vectors::cosine_score;
@@ -18,10 +17,11 @@ use crate::service::lessons::{
     Activation, GuardReason, Lesson, MatchType, NewLesson, RELATED_LESSONS, TaskKey, activation,
     proposal, query_terms, search_terms,
 };
+use crate::service::outcomes::{self, Source};
 use crate::store::directives::{self, Directive, InterventionType};
 use crate::store::lesson_vectors;
-use crate::store::outcomes::{self as outcome_store, CheckPrediction};
 use crate::store::lessons::{self as lesson_store, ActiveStrategy, Inserted};
+use crate::store::outcomes::{self as outcome_store, CheckPrediction};
 use crate::store::{Db, StoreError};
 
 /// What [`set_active`] did: the lesson as it was, the change, and the `OVERRIDE` entry written
@@ -161,8 +161,8 @@ pub struct Verdict {
 /// classifier gave the highest P(same), else the closest. The raw signal is the classifier's
 /// P(same) for a `similar` match or a lesson it classified; 1 for an `exact` match;
 /// [`STRUCTURAL_RAW`] for `contains` and `contained_in`; 0 for a lesson the classifier was not
-/// asked about (it shares too little with the strategy). The probability is the raw signal
-/// calibrated by the project's lessons temperature.
+/// asked about (it shares too little with the strategy); then kept within [`RAW_FLOOR`] of 0
+/// and 1. The probability is the raw signal calibrated by the project's lessons temperature.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Basis {
     /// The lesson the prediction is about.
@@ -172,6 +172,12 @@ pub struct Basis {
     /// The calibrated probability, in [0, 1].
     pub probability: f64,
 }
+
+/// No check states less than this, or more than 1 minus this, as its raw signal: the
+/// matcher's extremes (0 for a lesson the classifier was not asked about, 1 for an exact
+/// match) would make one surprising outcome cost the temperature fit 27 nats (the logit
+/// clamp of [`crate::service::atc::temperature::P_CLAMP`]) and drown every other outcome.
+pub const RAW_FLOOR: f64 = 0.01;
 
 /// The raw signal of a `contains` or `contained_in` match: the containment rule's precision
 /// is not measured apart from the classifier's, so it starts as a strong but not certain
@@ -553,10 +559,13 @@ fn verdict(
     temperature: f64,
 ) -> Result<Verdict, CheckError> {
     let mut out = Verdict::default();
-    let basis = |l: &Lesson, raw: f64| Basis {
-        lesson_id: l.id,
-        raw,
-        probability: outcomes::calibrated(raw, temperature),
+    let basis = |l: &Lesson, raw: f64| {
+        let raw = raw.clamp(RAW_FLOOR, 1.0 - RAW_FLOOR);
+        Basis {
+            lesson_id: l.id,
+            raw,
+            probability: outcomes::calibrated(raw, temperature),
+        }
     };
     if let Some((i, matched)) = d.blocked {
         let l = lesson(i)?;

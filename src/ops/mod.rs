@@ -11,4 +11,5 @@
 pub mod beliefs;
 pub mod lessons;
 pub mod meta;
+pub mod outcomes;
 pub mod projects;

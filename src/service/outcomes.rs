@@ -222,20 +222,23 @@ mod tests {
         let brier = (0.05f64.powi(2) + 0.95f64.powi(2) + 0.15f64.powi(2) + 0.45f64.powi(2)) / 4.0;
         assert!((raw.ece - ece).abs() < 1e-12, "{} vs {ece}", raw.ece);
         assert!((raw.brier - brier).abs() < 1e-12);
-        assert!((m.calibrated.unwrap().ece - ece).abs() < 1e-9, "T = 1 maps p to p");
+        assert!(
+            (m.calibrated.unwrap().ece - ece).abs() < 1e-9,
+            "T = 1 maps p to p"
+        );
     }
 
     #[test]
     fn an_overconfident_source_fits_a_temperature_above_one() {
-        // Says 0.9, right 60 % of the time: T > 1 pulls it toward 0.5.
-        let o: Vec<Outcome> = (0..50).map(|i| outcome(i, 0.9, i % 5 < 3)).collect();
+        // Says 0.9, right 70 % of the time: T > 1 pulls it toward 0.5.
+        let o: Vec<Outcome> = (0..50).map(|i| outcome(i, 0.9, i % 10 < 7)).collect();
         let TemperatureFit::Fitted(f) = fit(&o) else {
             panic!("50 outcomes are enough")
         };
-        // The NLL optimum puts σ(logit(0.9)/T) at the observed rate 0.6.
-        let expected = (0.9f64 / 0.1).ln() / (0.6f64 / 0.4).ln();
+        // The NLL optimum puts σ(logit(0.9)/T) at the observed rate 0.7.
+        let expected = (0.9f64 / 0.1).ln() / (0.7f64 / 0.3).ln();
         assert!((f.temperature - expected).abs() < 1e-6, "{}", f.temperature);
-        assert!((calibrated(0.9, f.temperature) - 0.6).abs() < 1e-6);
+        assert!((calibrated(0.9, f.temperature) - 0.7).abs() < 1e-6);
         assert!(refit_would_move(&o, 1.0));
         assert!(!refit_would_move(&o, f.temperature));
         let d = drift(&o, 1.0, None);

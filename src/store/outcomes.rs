@@ -88,7 +88,11 @@ pub fn close_check(
     if !changed {
         return Ok(Err(CloseCheckError::AlreadyClosed(by)));
     }
-    p.closed = Some(Closed { at: now, actual, by });
+    p.closed = Some(Closed {
+        at: now,
+        actual,
+        by,
+    });
     Ok(Ok(p))
 }
 
@@ -240,9 +244,14 @@ mod tests {
                     Err(CloseCheckError::Unknown)
                 );
                 // Only the recent, unblocked, open check of the strategy, in this project.
-                assert_eq!(close_unblocked(&a, "retry the call", later)?, 1);
+                let latest = later + Duration::seconds(1);
+                assert_eq!(close_unblocked(&a, "retry the call", latest)?, 1);
                 assert_eq!(
-                    get_check(&a, Uuid::from_u128(1))?.unwrap().closed.unwrap().by,
+                    get_check(&a, Uuid::from_u128(1))?
+                        .unwrap()
+                        .closed
+                        .unwrap()
+                        .by,
                     ClosedBy::Lesson
                 );
                 assert!(get_check(&a, Uuid::from_u128(2))?.unwrap().closed.is_none());
@@ -250,7 +259,9 @@ mod tests {
                 assert_eq!(o.len(), 2);
                 assert_eq!((o[0].correct, o[1].correct), (false, true), "oldest first");
                 assert_eq!(o[0].stated, 0.3);
-                assert!(outcomes(&a, Source::Lessons, Some(later + Duration::seconds(1)))?.is_empty());
+                assert!(
+                    outcomes(&a, Source::Lessons, Some(latest + Duration::seconds(1)))?.is_empty()
+                );
                 // Expiry: a check older than the TTL cannot be closed, and goes at the next insert.
                 let expired = now - Duration::days(CHECK_PREDICTION_TTL_DAYS + 1);
                 insert_check(&a, &check(6, "x", false, expired))?;
@@ -269,8 +280,19 @@ mod tests {
                     fitted_at: now,
                 };
                 set_temperature(&a, &t)?;
-                set_temperature(&a, &SourceTemperature { temperature: 2.5, ..t })?;
-                assert_eq!(stored_temperature(&a, Source::Lessons)?.unwrap().temperature, 2.5);
+                set_temperature(
+                    &a,
+                    &SourceTemperature {
+                        temperature: 2.5,
+                        ..t
+                    },
+                )?;
+                assert_eq!(
+                    stored_temperature(&a, Source::Lessons)?
+                        .unwrap()
+                        .temperature,
+                    2.5
+                );
                 assert_eq!(temperature(&a, Source::Beliefs)?, 1.0);
                 assert_eq!(temperature(&db.scoped("b"), Source::Lessons)?, 1.0);
                 Ok(())

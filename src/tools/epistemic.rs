@@ -13,13 +13,13 @@ use super::{Annotations, Answer, Tool, ToolDef, ToolError, WriteCtx, WriteTool};
 use crate::ops::beliefs::Acted;
 use crate::service::CachedFamily;
 use crate::service::atc::temperature::TemperatureFit;
-use crate::service::outcomes::{self, Source};
-use crate::store::outcomes::{self as outcome_store, SourceTemperature};
 use crate::service::epistemic::{
     ActionRequest, ActionType, Belief, BeliefEvent, BeliefStatus, DEFAULT_CONFIDENCE, DENIED_BELOW,
     MAX_RATIONALE_CHARS, MAX_TARGET_CHARS, Outcome as ActionOutcome, UncertaintyType,
     VERIFIED_ABOVE, WorkspaceSummary,
 };
+use crate::service::outcomes::{self, Source};
+use crate::store::outcomes as outcome_store;
 
 /// How many of the most recent history events a `query` returns (`history_length` is always
 /// the full count).
@@ -433,15 +433,7 @@ fn calibrated_confidence(
         && let TemperatureFit::Fitted(f) = outcomes::fit(&resolved)
     {
         temperature = f.temperature;
-        outcome_store::set_temperature(
-            ctx.db,
-            &SourceTemperature {
-                source: Source::Beliefs,
-                temperature,
-                outcomes: resolved.len() as u64,
-                fitted_at: ctx.now,
-            },
-        )?;
+        crate::ops::outcomes::refit(ctx.db, Source::Beliefs, &resolved, temperature, ctx.now)?;
     }
     Ok(Some(outcomes::calibrated(confidence, temperature)))
 }

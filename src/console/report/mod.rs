@@ -18,6 +18,7 @@ use crate::service::atc::state::{AtcState, ObservationFilter};
 use crate::service::epistemic::Belief;
 use crate::service::lessons::{FailureType, Lesson};
 use crate::service::meta::{Event, EventType};
+use crate::service::outcomes::Source;
 use crate::service::vocab::{Domain, EmbedderId};
 use crate::store::directives::{self, Directive, InterventionType};
 use crate::store::{beliefs as belief_store, lessons as lesson_store, meta as meta_store};
@@ -60,6 +61,8 @@ pub struct ReportData {
     pub escalation: &'static str,
     /// Every belief with its history, oldest first.
     pub beliefs: Vec<Belief>,
+    /// The project's lessons and beliefs sources: calibration of its own judgements.
+    pub sources: Vec<crate::ops::outcomes::Assessment>,
 }
 
 /// Read what the report draws.
@@ -89,6 +92,10 @@ pub fn gather(app: &App) -> Result<ReportData, ConsoleError> {
             directives: ds,
             escalation: ctx.svc.meta.escalation_status().as_str(),
             beliefs: belief_store::all(ctx.db)?,
+            sources: [Source::Lessons, Source::Beliefs]
+                .into_iter()
+                .map(|source| crate::ops::outcomes::assess(ctx.db, source, None))
+                .collect::<Result<_, _>>()?,
         })
     })?)
 }
@@ -139,6 +146,40 @@ fn reliability(d: &ReportData) -> Result<Vec<String>, String> {
             [&names[0], &names[1]],
             &bins_of(&raw),
             &bins_of(&cal),
+            &counts,
+        )?);
+    }
+    Ok(out)
+}
+
+/// The reliability diagrams of the project's own judgements, one per source with outcomes:
+/// blacklist checks (probability stated against whether the strategy was a repeat) and beliefs
+/// (confidence stated against whether the hypothesis was verified).
+fn source_reliability(d: &ReportData) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    for a in &d.sources {
+        let (Some(raw), Some(cal)) = (&a.metrics.raw, &a.metrics.calibrated) else {
+            continue;
+        };
+        let what = match a.source {
+            Source::Lessons => "blacklist checks",
+            _ => "beliefs",
+        };
+        let title = format!("{what} · T = {:.2} · n = {}", a.temperature, raw.count);
+        let names = [
+            format!("as stated · ECE {:.3}", raw.ece),
+            format!("temperature-calibrated · ECE {:.3}", cal.ece),
+        ];
+        let counts: Vec<(f64, f64, usize)> = raw
+            .bins
+            .iter()
+            .map(|b| (b.lower, b.upper, b.count))
+            .collect();
+        out.push(plots::reliability(
+            &title,
+            [&names[0], &names[1]],
+            &bins_of(raw),
+            &bins_of(cal),
             &counts,
         )?);
     }
@@ -638,6 +679,16 @@ pub fn html(d: &ReportData) -> Result<String, String> {
          confidence matches accuracy.",
         reliability(d)?,
         "No calibration observations yet (record_calibration_observations).",
+    );
+    section(
+        &mut h,
+        "Reliability of the memory's own judgements",
+        "The blacklist's stated probability that a strategy repeats a failed one, against how \
+         often it did (checks closed by record_prediction or by a lesson logged after them), \
+         and the agents' stated confidence in hypotheses against how often they were verified; \
+         as stated (orange) and under the project's temperature for the source (blue).",
+        source_reliability(d)?,
+        "No closed checks or resolved beliefs yet (close checks with record_prediction).",
     );
     section(
         &mut h,

@@ -152,7 +152,14 @@ pub fn temperature(
          WHERE project = $1 AND source = $2",
         &[&project, &source.as_str()],
     )?
-    .map(|r| source_temperature(&get::<String>(&r, 0)?, get(&r, 1)?, get(&r, 2)?, get(&r, 3)?))
+    .map(|r| {
+        source_temperature(
+            &get::<String>(&r, 0)?,
+            get(&r, 1)?,
+            get(&r, 2)?,
+            get(&r, 3)?,
+        )
+    })
     .transpose()
 }
 

@@ -167,16 +167,25 @@ mod tests {
     #[test]
     fn rows_are_checked() {
         let id = Uuid::from_u128(1).to_string();
-        let ok = |closed| {
-            check_prediction(&id, "t".into(), &id, "s".into(), 0.4, 0.5, false, 7, closed)
-        };
+        let ok =
+            |closed| check_prediction(&id, "t".into(), &id, "s".into(), 0.4, 0.5, false, 7, closed);
         assert!(ok((None, None, None)).unwrap().closed.is_none());
         let c = ok((Some(9), Some(true), Some("lesson".into()))).unwrap();
         assert_eq!(c.closed.unwrap().by, ClosedBy::Lesson);
         assert_eq!(c.outcome().unwrap().stated, 0.5);
         assert!(ok((Some(9), None, None)).is_err());
         assert!(ok((Some(9), Some(true), Some("nobody".into()))).is_err());
-        let bad = check_prediction(&id, "t".into(), &id, "s".into(), 1.5, 0.5, false, 7, (None, None, None));
+        let bad = check_prediction(
+            &id,
+            "t".into(),
+            &id,
+            "s".into(),
+            1.5,
+            0.5,
+            false,
+            7,
+            (None, None, None),
+        );
         assert!(bad.is_err());
         assert!(source_temperature("lessons", 2.0, 3, 1).is_ok());
         assert!(source_temperature("lessons", 9.0, 3, 1).is_err());

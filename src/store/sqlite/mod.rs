@@ -25,9 +25,9 @@ pub(crate) mod health;
 pub(crate) mod lesson_vectors;
 pub(crate) mod lessons;
 pub(crate) mod meta;
-pub(crate) mod outcomes;
 pub(crate) mod migrate;
 pub(crate) mod open;
+pub(crate) mod outcomes;
 pub(crate) mod projects;
 pub(crate) mod request_keys;
 

@@ -9,10 +9,10 @@ use serde_json::{Value, json};
 use super::output::{BinOut, MetricsOut, bins, recommendations};
 use super::sources::{self, SourceOut};
 use super::{AtcDomain, EmbedderNo, LevelNo, level_list};
-use crate::service::outcomes::Source;
 use crate::service::atc::ObservationFilter;
 use crate::service::atc::advice::Assessment;
 use crate::service::atc::metrics::{CalibrationStatus, N_BINS};
+use crate::service::outcomes::Source;
 use crate::service::vocab::Domain;
 use crate::tools::wire::{Choice, OneOf, Timestamp, Validate};
 use crate::tools::{Annotations, Answer, ReadCtx, ReadTool, ToolDef, ToolError};
@@ -64,14 +64,13 @@ pub struct MetricsInput {
     /// The period before now.
     #[schemars(extend("default" = "24h"))]
     pub timeframe: Option<OneOf<Timeframe>>,
-    /// Only this domain's observations (default all; drift and level 4 are reported for
-    /// General then).
+    /// Only this domain (default all; drift and level 4 then for General).
     pub domain: Option<OneOf<AtcDomain>>,
-    /// Only this embedder's observations (default all).
+    /// Only this embedder (default all).
     pub embedder_id: Option<EmbedderNo>,
     /// Include the reliability bins, raw and calibrated.
     pub include_bins: Option<bool>,
-    /// Whose outcomes (default observations, with every source under by_source).
+    /// lessons: closed checks; beliefs: resolved hypotheses (default observations).
     pub source: Option<OneOf<Source>>,
 }
 
@@ -196,7 +195,12 @@ impl ReadTool for GetCalibrationMetrics {
         match input.source.map(OneOf::get) {
             Some(source @ (Source::Lessons | Source::Beliefs)) => {
                 let s = sources::assess(ctx.db, source, Some(since))?;
-                Ok(Answer::ok(source_answer(timeframe, since, &s, include_bins)))
+                Ok(Answer::ok(source_answer(
+                    timeframe,
+                    since,
+                    &s,
+                    include_bins,
+                )))
             }
             given => {
                 let mut out = answer(timeframe, since, &filter, &a, include_bins);

@@ -10,14 +10,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::levels::{LevelDetail, detail};
-use super::sources;
-use crate::service::outcomes::Source;
 use super::output::{MetricsPairOut, recommendations};
+use super::sources;
 use super::{AtcDomain, DEFAULT_DOMAIN, LEVEL_HINT, LevelNo, level_list};
 use crate::service::CachedFamily;
 use crate::service::atc::RunMode;
 use crate::service::atc::recalibrate::{Action, Level, LevelReport, MetricsScope, Recalibration};
 use crate::service::atc::state::Level4Outcome;
+use crate::service::outcomes::Source;
 use crate::service::vocab::{Domain, NUM_EMBEDDERS};
 use crate::store::atc as atc_store;
 use crate::store::directives::{self, Directive, InterventionType};
@@ -49,7 +49,7 @@ pub struct RecalibrateInput {
     pub reset: Option<bool>,
     /// Level 3 only: a seed, for a reproducible draw.
     pub seed: Option<Int<0, MAX_SEED>>,
-    /// Levels 1-2 only: run on this source's outcomes (default observations).
+    /// Levels 1-2: this source (default observations).
     pub source: Option<OneOf<Source>>,
 }
 
@@ -281,7 +281,7 @@ impl ToolDef for TriggerRecalibration {
         String::from(
             "Run one calibration level now, usually one get_calibration_metrics recommends. \
              Levels 2-4 overwrite learned calibration unless dry_run: try dry_run first. \
-             Returns metrics before and after, what changed and the levels still worth running.",
+             Returns metrics before and after and what changed.",
         )
     }
     const ANNOTATIONS: Annotations = Annotations {
@@ -377,7 +377,10 @@ fn source_run(
         ),
         (_, None) => (
             ActionName::Computed,
-            format!("No temperature fitted for the {} outcomes.", source.as_str()),
+            format!(
+                "No temperature fitted for the {} outcomes.",
+                source.as_str()
+            ),
         ),
     };
     if action == ActionName::Recalibrated {
@@ -396,6 +399,9 @@ fn source_run(
     let status = r.after.calibrated.as_ref().map(|m| m.status());
     let mut recommendations = recommendations(status, &r.levels);
     recommendations.push(sources::NO_THRESHOLD_LEVELS.to_string());
+    if let Some(advice) = &r.escalated {
+        recommendations.push(format!("Escalated to a person: {advice}"));
+    }
     Ok(Answer::ok(RecalibrationAnswer {
         success: error.is_none(),
         recalibration: RecalibrationOut {

@@ -8,8 +8,8 @@ use serde_json::{Value, json};
 use super::{ArgumentCode, Failure, Flag, LessonOut, Reply};
 use crate::ops::lessons::{self as ops, NearMissLesson, RelatedLesson, Relevance, Verdict};
 use crate::semantic::Semantic;
-use crate::service::lessons::{MAX_ID_CHARS, MAX_STRATEGY_CHARS, MatchType};
 use crate::service::CachedFamily;
+use crate::service::lessons::{MAX_ID_CHARS, MAX_STRATEGY_CHARS, MatchType};
 use crate::tools::wire::{NonBlank, OneOf, Text, Validate, WireUuid};
 use crate::tools::{Annotations, Answer, ToolDef, ToolError, WriteCtx, WriteTool};
 

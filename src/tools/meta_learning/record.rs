@@ -46,17 +46,15 @@ const STORED_FIELDS: [&str; 5] = [
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RecordInput {
-    /// From gwt_compute_delta_sc or check_strategy_blacklist: closes it; then send only
-    /// actual.
+    /// From gwt_compute_delta_sc or check_strategy_blacklist; then send only actual.
     pub prediction_id: Option<WireUuid>,
     /// Without prediction_id (then required, with predicted): the embedder.
     pub embedder_index: Option<Int<0, LAST_EMBEDDER>>,
     /// Without prediction_id: the predicted value.
     pub predicted: Option<Num<UnitInterval>>,
-    /// The outcome, on the prediction's scale; for a check 1 (repeated the failed approach)
-    /// or 0.
+    /// The outcome, on the prediction's scale.
     pub actual: Num<UnitInterval>,
-    /// Without prediction_id, optional, with delta_c: the surprise ΔS behind it.
+    /// With delta_c: the surprise ΔS behind it.
     pub delta_s: Option<Num<UnitInterval>>,
     /// The coherence ΔC behind it, with delta_s.
     pub delta_c: Option<Num<UnitInterval>>,
@@ -227,11 +225,11 @@ impl ToolDef for RecordPrediction {
     fn description() -> String {
         format!(
             "Report how a prediction turned out, so the memory recalibrates. Send \
-             {{prediction_id, actual}} for an update scored by gwt_compute_delta_sc (within \
-             {OPEN_PREDICTION_TTL_DAYS} days) or a check_strategy_blacklist answer (actual 1 if \
-             the strategy proved to be the failed approach again, else 0), or {{embedder_index, \
-             predicted, actual}} for a prediction made elsewhere. Repeated low accuracy of λ \
-             runs a Bayesian recalibration, then asks for a human review."
+             {{prediction_id, actual}} for a gwt_compute_delta_sc update (within \
+             {OPEN_PREDICTION_TTL_DAYS} days) or a check_strategy_blacklist answer (actual 1: it \
+             was the failed approach again, else 0), or {{embedder_index, predicted, actual}} \
+             for one made elsewhere. Low accuracy of λ runs a Bayesian recalibration, then asks \
+             for human review."
         )
     }
     const ANNOTATIONS: Annotations = Annotations {
