@@ -27,6 +27,7 @@ pub mod lessons;
 pub mod meta;
 pub mod pg;
 pub mod projects;
+pub mod recurrences;
 pub mod request_keys;
 mod rows;
 mod sqlite;

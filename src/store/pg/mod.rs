@@ -31,6 +31,7 @@ pub mod lesson_vectors;
 pub mod lessons;
 pub mod meta;
 pub mod projects;
+pub mod recurrences;
 pub(crate) mod request_keys;
 mod target;
 #[cfg(test)]
@@ -76,6 +77,7 @@ const MIGRATIONS: &[(&str, Option<DataStep>)] = &[
     (include_str!("request_keys.sql"), None),
     (include_str!("projects.sql"), Some(lessons::fill_task_words)),
     (include_str!("attempts.sql"), None),
+    (include_str!("recurrences.sql"), None),
 ];
 
 /// A migration's data step.

@@ -6,7 +6,8 @@ use rusqlite::Connection;
 
 use super::super::{APPLICATION_ID, family_key};
 use super::{
-    atc, attempts, beliefs, delta_sc, directives, lesson_vectors, lessons, meta, request_keys,
+    atc, attempts, beliefs, delta_sc, directives, lesson_vectors, lessons, meta, recurrences,
+    request_keys,
 };
 use crate::service::CachedFamily;
 
@@ -46,6 +47,7 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     Migration::sql(beliefs::MIGRATION_PROJECT),
     Migration::sql(directives::MIGRATION_PROJECT),
     Migration::sql(attempts::MIGRATION),
+    Migration::sql(recurrences::MIGRATION),
 ];
 
 /// One schema step: SQL, then optionally a data step in Rust (for conversions SQL cannot
