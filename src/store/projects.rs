@@ -17,10 +17,10 @@ pub fn list(db: &Db<'_>) -> Result<Vec<ProjectCounts>, StoreError> {
     }
 }
 
-/// Move the lessons (with their vectors), directives and beliefs (with their history) of
-/// project `from` to project `to`, except the lessons and beliefs `to` already holds (same
-/// task and normalised strategy; same normalised target), which stay in `from` and are
-/// counted. Moved lessons with a vector get a new vector revision, so that a running server
+/// Move the lessons (with their vectors and recurrences), directives and beliefs (with their
+/// history) of project `from` to project `to`, except the lessons and beliefs `to` already
+/// holds (same task and normalised strategy; same normalised target), which stay in `from`
+/// with their recurrences and are counted. Moved lessons with a vector get a new vector revision, so that a running server
 /// of `to` adds them to its related-lessons index. Call inside a write transaction.
 ///
 /// # Errors
