@@ -317,7 +317,7 @@ fn export_then_import_elsewhere_blocks_the_strategy_and_twice_duplicates_nothing
     let header: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
     assert_eq!(header["type"], "header");
     assert_eq!(header["format"], "meta-utl-mcp-export");
-    assert_eq!(header["version"], 3);
+    assert_eq!(header["version"], 4);
     // Every lesson, directive and belief names its project (the seeding server's).
     for line in text.lines().skip(1) {
         let record: Value = serde_json::from_str(line).unwrap();

@@ -8,7 +8,8 @@ use std::collections::HashMap;
 
 use uuid::Uuid;
 
-use super::{Backend, pg, sqlite};
+use super::{Backend, lessons, pg, sqlite};
+use crate::service::lessons::{MatchType, NewLesson, TaskKey};
 pub use crate::store::rows::recurrences::Recurrence;
 use crate::store::rows::recurrences::counts_from_raw;
 use crate::store::{Db, StoreError};
@@ -93,10 +94,82 @@ pub fn delete(db: &Db<'_>, id: Uuid) -> Result<bool, StoreError> {
     }
 }
 
+/// The match type a recurrence may have, by its wire name (`contains`, `contained_in`,
+/// `similar`); `None` for any other name, `exact` included.
+pub fn match_type_named(name: &str) -> Option<MatchType> {
+    crate::store::rows::recurrences::match_type(name)
+}
+
+/// What [`import`] did with one recurrence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Import {
+    /// Stored as a recurrence of its lesson (or of the lesson here with its lesson's task and
+    /// normalised strategy).
+    Added,
+    /// Already present (the same id, as a recurrence or as a lesson): left as it is.
+    Skipped,
+    /// Its lesson is neither here nor in the export: stored as a lesson of its own (active,
+    /// under the recurrence's id and time), so that nothing exported is lost.
+    AsLesson,
+}
+
+/// Store a recurrence exported from another database, keeping its id and time, unless it is
+/// already present. It joins lesson `r.lesson_id` when this project has it, else the lesson
+/// here of `exported_lesson` (the task key and normalised strategy of its lesson in the
+/// export), else it becomes a lesson of its own ([`Import::AsLesson`]). Call inside a write
+/// transaction.
+///
+/// # Errors
+/// [`StoreError`] on SQL failure; [`StoreError::Corrupt`] when the recurrence is not a valid
+/// lesson.
+pub fn import(
+    db: &Db<'_>,
+    r: &Recurrence,
+    exported_lesson: Option<(&TaskKey, &str)>,
+) -> Result<Import, StoreError> {
+    if get(db, r.id)?.is_some() {
+        return Ok(Import::Skipped);
+    }
+    let here = match lessons::get(db, r.lesson_id)? {
+        Some(l) => Some(l.id),
+        None => match exported_lesson {
+            Some((key, normalised)) => {
+                lessons::find_by_strategy(db, key, normalised)?.map(|l| l.id)
+            }
+            None => None,
+        },
+    };
+    if let Some(lesson_id) = here {
+        let joined = Recurrence {
+            lesson_id,
+            ..r.clone()
+        };
+        return Ok(if insert(db, &joined)? {
+            Import::Added
+        } else {
+            Import::Skipped
+        });
+    }
+    let own = NewLesson::new(
+        &r.task_id,
+        &r.strategy_description,
+        &r.rca_summary,
+        r.failure_type,
+        &r.source_agent,
+    )
+    .map_err(|e| StoreError::Corrupt(format!("recurrence {}: {e}", r.id)))?;
+    Ok(
+        match lessons::import(db, &own, r.id, true, r.recorded_at)? {
+            lessons::Import::Added => Import::AsLesson,
+            lessons::Import::Skipped => Import::Skipped,
+        },
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::service::lessons::{FailureType, MatchType};
+    use crate::service::lessons::FailureType;
     use crate::store::Store;
     use crate::store::pg::testing::both_backends;
     use chrono::DateTime;
