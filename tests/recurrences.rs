@@ -14,6 +14,7 @@ both_backends!(
     a_reworded_repeat_merges_and_another_approach_does_not,
     the_console_splits_a_wrong_merge_into_a_lesson_of_its_own,
     export_and_import_carry_recurrences,
+    with_the_model_a_rephrasing_merges_and_a_reversal_does_not,
 );
 
 const TASK: &str = "T-parser";
@@ -276,4 +277,53 @@ fn export_and_import_carry_recurrences(backend: Backend) {
     );
     let joined = console_json(&other, &["lessons", "show", &theirs, "--json"]);
     assert_eq!(joined["recurrences"][0]["strategy"], SIMILAR, "{joined}");
+}
+
+/// With the embedding model loaded, its classifier decides: a rephrasing the lexical matcher
+/// would miss merges, a reversal (a near miss) is a lesson of its own. Skipped without the
+/// model (`META_UTL_EMBEDDING_MODEL`).
+fn with_the_model_a_rephrasing_merges_and_a_reversal_does_not(backend: Backend) {
+    let Some(model) = common::real_model("with_the_model_a_rephrasing_merges") else {
+        return;
+    };
+    let db = backend.fresh();
+    let mut s = Server::start_at(&db.target, &["--embedding-model", model.to_str().unwrap()]);
+    let parse = log(
+        &mut s,
+        "T-1",
+        "Parse the HTML with regular expressions",
+        "why",
+    )["lesson_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let timeout = log(
+        &mut s,
+        "T-1",
+        "Increase the HTTP client timeout to 30 seconds",
+        "why",
+    )["lesson_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_ne!(parse, timeout);
+    let r = log(
+        &mut s,
+        "t-1",
+        "I tried using a regex to parse the html page",
+        "regexes cannot parse nested tags",
+    );
+    assert_eq!(r["lesson_id"], parse.as_str(), "{r}");
+    assert_eq!(r["merged_into_existing"], true, "{r}");
+    assert_eq!(r["match_type"], "similar", "{r}");
+    assert_eq!(r["recurrences"], 1, "{r}");
+    let reversal = log(
+        &mut s,
+        "T-1",
+        "Decrease the HTTP client timeout to 30 seconds",
+        "why",
+    );
+    assert!(reversal.get("merged_into_existing").is_none(), "{reversal}");
+    assert_ne!(reversal["lesson_id"], timeout.as_str());
+    assert_eq!(lessons(&s, "T-1").len(), 3);
 }
