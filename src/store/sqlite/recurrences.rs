@@ -92,7 +92,7 @@ pub(crate) fn get(
     ))?
     .query_row(params![project, id.to_string()], |r| RawRecurrence::read(r))
     .optional()?
-    .map(|raw| recurrence_from_raw(raw))
+    .map(recurrence_from_raw)
     .transpose()
 }
 
