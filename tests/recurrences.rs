@@ -115,6 +115,17 @@ fn a_reworded_repeat_merges_and_another_approach_does_not(backend: Backend) {
         table.contains("recurred") && table.contains("2×"),
         "{table}"
     );
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("report.html");
+    common::succeeded(
+        console(&s, &["report", "--out", page.to_str().unwrap()]),
+        &["report"],
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        html.contains("2 reworded repeats merged"),
+        "the report counts them"
+    );
 
     // Another approach of the same task is a lesson of its own.
     let other = log(&mut s, TASK, OTHER, "the index does not help");
@@ -260,6 +271,41 @@ fn export_and_import_carry_recurrences(backend: Backend) {
     let source = console_json(&s, &["lessons", "show", &id, "--json"]);
     assert_eq!(shown["recurrences"], source["recurrences"], "round trip");
 
+    // A version 3 export (before recurrences) is still read: the same file without its
+    // recurrence, as version 3 wrote it, whole (trailer recomputed).
+    let v3_text = rewrite(&text, 3, |l| !l.contains("\"type\":\"recurrence\""));
+    let old = dir.path().join("v3.jsonl");
+    std::fs::write(&old, v3_text).unwrap();
+    let v3 = Server::start_on(backend);
+    let r = console_json(
+        &v3,
+        &["import", old.to_str().unwrap(), "--json", "--create"],
+    );
+    assert_eq!(r["format_version"], 3, "{r}");
+    assert_eq!(
+        (r["lessons_added"].as_u64(), r["recurrences_added"].as_u64()),
+        (Some(1), Some(0)),
+        "{r}"
+    );
+
+    // A recurrence whose lesson is neither in the file nor in the target becomes a lesson of
+    // its own, under its id: nothing exported is lost; importing again adds nothing.
+    let orphan = dir.path().join("orphan.jsonl");
+    let without_lesson = rewrite(&text, 4, |l| !l.contains("\"type\":\"lesson\""));
+    std::fs::write(&orphan, without_lesson).unwrap();
+    let alone = Server::start_on(backend);
+    for (round, want) in [(1, 1), (2, 0)] {
+        let r = console_json(
+            &alone,
+            &["import", orphan.to_str().unwrap(), "--json", "--create"],
+        );
+        assert_eq!(r["recurrences_as_lessons"], want, "round {round}: {r}");
+    }
+    let own = lessons(&alone, TASK);
+    assert_eq!(own.len(), 1, "{own:?}");
+    assert_eq!(own[0]["strategy"], SIMILAR);
+    assert_eq!(own[0]["id"], source["recurrences"][0]["id"]);
+
     // A target that already holds the lesson under another id: the recurrence joins it.
     let mut other = Server::start_on(backend);
     let theirs = log(&mut other, TASK, LESSON, "theirs")["lesson_id"]
@@ -326,4 +372,33 @@ fn with_the_model_a_rephrasing_merges_and_a_reversal_does_not(backend: Backend) 
     assert!(reversal.get("merged_into_existing").is_none(), "{reversal}");
     assert_ne!(reversal["lesson_id"], timeout.as_str());
     assert_eq!(lessons(&s, "T-1").len(), 3);
+}
+
+/// Export `text` with only the record lines `keep` accepts, its header saying format
+/// `version`, and the trailer recomputed (counts and sha256), so that it imports as whole.
+fn rewrite(text: &str, version: u32, keep: impl Fn(&str) -> bool) -> String {
+    use sha2::{Digest, Sha256};
+    let mut lines: Vec<String> = text
+        .lines()
+        .filter(|l| !l.contains("\"type\":\"trailer\""))
+        .enumerate()
+        .filter(|(i, l)| *i == 0 || keep(l))
+        .map(|(_, l)| l.to_owned())
+        .collect();
+    lines[0] = lines[0].replacen("\"version\":4", &format!("\"version\":{version}"), 1);
+    let body: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    let mut counts = serde_json::Map::new();
+    for l in &lines[1..] {
+        let v: Value = serde_json::from_str(l).unwrap();
+        let kind = v["type"].as_str().unwrap().to_owned();
+        let n = counts.get(&kind).and_then(Value::as_u64).unwrap_or(0);
+        counts.insert(kind, json!(n + 1));
+    }
+    let sha: String = Sha256::digest(body.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let trailer = json!({"type": "trailer", "records": lines.len() - 1, "counts": counts,
+                         "sha256": sha});
+    format!("{body}{trailer}\n")
 }
