@@ -237,6 +237,39 @@ fn the_console_splits_a_wrong_merge_into_a_lesson_of_its_own(backend: Backend) {
     let out = console(&s, &["lessons", "split", &rec_id]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains(&rec_id));
+
+    // A split the task's lessons refuse: since the merge, its strategy became a lesson (its
+    // lesson was lifted, so the same call made a new one). Refused, naming both; nothing
+    // changes.
+    let task = "T-refused";
+    let first = log(&mut s, task, LESSON, "why")["lesson_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    log(&mut s, task, CONTAINS, "why again");
+    let rec = console_json(&s, &["lessons", "show", &first, "--json"])["recurrences"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    s.tool_ok(
+        "set_lesson_active",
+        json!({"lesson_id": first, "active": false, "rationale": "changed"}),
+    );
+    let since = log(&mut s, task, CONTAINS, "why, once more")["lesson_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let out = console(&s, &["lessons", "split", &rec]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&rec) && err.contains(&since), "{err}");
+    assert_eq!(lessons(&s, task).len(), 2);
+    let kept = console_json(&s, &["lessons", "show", &first, "--json"]);
+    assert_eq!(
+        kept["recurrences"][0]["id"],
+        rec.as_str(),
+        "the recurrence stays"
+    );
 }
 
 fn export_and_import_carry_recurrences(backend: Backend) {
