@@ -317,7 +317,7 @@ fn export_then_import_elsewhere_blocks_the_strategy_and_twice_duplicates_nothing
     let header: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
     assert_eq!(header["type"], "header");
     assert_eq!(header["format"], "meta-utl-mcp-export");
-    assert_eq!(header["version"], 3);
+    assert_eq!(header["version"], 4);
     // Every lesson, directive and belief names its project (the seeding server's).
     for line in text.lines().skip(1) {
         let record: Value = serde_json::from_str(line).unwrap();
@@ -390,13 +390,13 @@ fn export_then_import_elsewhere_blocks_the_strategy_and_twice_duplicates_nothing
     assert!(merged.to_string().contains("Debian 12"), "{merged}");
 
     // A newer format is refused and nothing is stored.
-    let newer = text.replacen("\"version\":3", "\"version\":4", 1);
+    let newer = text.replacen("\"version\":4", "\"version\":5", 1);
     let fresh = fresh_db(&dir, "newer.db");
     let out = console_with(&fresh, &["import", "-", "--create"], newer.as_bytes());
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("version 4") && err.contains("upgrade"),
+        err.contains("version 5") && err.contains("upgrade"),
         "{err}"
     );
     assert!(!fresh.exists(), "a refused import --create made a database");

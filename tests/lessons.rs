@@ -526,6 +526,11 @@ fn outputs_match_their_output_schemas(backend: Backend) {
             .expect("compiles")
     };
     let id = log(&mut s, "T", "use the cache");
+    let merged = s.tool_ok(
+        "log_lesson_learned",
+        lesson_args("T", "first use the cache then retry"),
+    );
+    assert_eq!(merged["merged_into_existing"], true, "{merged}");
     let outs: Vec<(&str, Value)> = vec![
         (
             "log_lesson_learned",
@@ -543,6 +548,8 @@ fn outputs_match_their_output_schemas(backend: Backend) {
             "log_lesson_learned",
             failed(&mut s, "log_lesson_learned", json!({})),
         ),
+        // A rewording of lesson "use the cache": merged into it.
+        ("log_lesson_learned", merged),
         (
             "check_strategy_blacklist",
             s.tool_ok(

@@ -1,7 +1,9 @@
-//! `lessons list|show|lift|restore`: the strategy blacklist as a person sees and changes it.
-//! Lift and restore are `set_lesson_active`'s own effect
+//! `lessons list|show|lift|restore|split`: the strategy blacklist as a person sees and changes
+//! it. Lift and restore are `set_lesson_active`'s own effect
 //! ([`crate::ops::lessons::set_active`]): the lesson's state and an `OVERRIDE`
-//! directive, in one write transaction.
+//! directive, in one write transaction. Split turns a recurrence (a reworded repeat that
+//! `log_lesson_learned` merged into a lesson) into a lesson of its own
+//! ([`crate::ops::lessons::split`]), also recorded as an `OVERRIDE`.
 
 use clap::Subcommand;
 use serde::Serialize;
@@ -12,6 +14,7 @@ use super::{ActorArg, ConsoleError, rationale};
 use crate::service::lessons::{Lesson, TaskKey};
 use crate::store::directives;
 use crate::store::lessons as lesson_store;
+use crate::store::recurrences::{self, Recurrence};
 use crate::tools::App;
 
 /// `lessons …`.
@@ -40,7 +43,8 @@ pub enum LessonsCommand {
         #[arg(long)]
         json: bool,
     },
-    /// One lesson in full, with the directive-history entries that name it.
+    /// One lesson in full, with its recurrences and the directive-history entries that name
+    /// it.
     Show {
         /// The lesson id, or any unique start of it (as `lessons list` shows it).
         id: String,
@@ -68,6 +72,24 @@ pub enum LessonsCommand {
         #[command(flatten)]
         actor: ActorArg,
     },
+    /// Turn a recurrence that was merged into a lesson by mistake into a lesson of its own, of
+    /// the same task and active; the recurrence is removed. Recorded as an OVERRIDE.
+    #[command(
+        after_help = "A recurrence is a reworded repeat of an active lesson that \
+                      log_lesson_learned kept with that lesson instead of making a second \
+                      lesson; `lessons show LESSON` lists them with their ids. Split one when \
+                      it is another approach after all: both lessons then block their own \
+                      strategies."
+    )]
+    Split {
+        /// The recurrence id, or any unique start of it (as `lessons show` lists it).
+        id: String,
+        /// Why (1 to 1024 characters), recorded in the directive history.
+        #[arg(long)]
+        rationale: Option<String>,
+        #[command(flatten)]
+        actor: ActorArg,
+    },
 }
 
 /// A lesson as `--json` prints it.
@@ -89,10 +111,52 @@ pub struct LessonJson {
     pub is_active: bool,
     /// When it was logged (RFC 3339).
     pub created_at: String,
+    /// Reworded repeats merged into it (`lessons show` lists them).
+    pub recurrences: u64,
 }
 
-impl From<&Lesson> for LessonJson {
-    fn from(l: &Lesson) -> Self {
+/// A recurrence as `lessons show --json` prints it.
+#[derive(Debug, Serialize)]
+pub struct RecurrenceJson {
+    /// Recurrence id (`lessons split` takes it).
+    pub id: String,
+    /// Task id as that call gave it.
+    pub task_id: String,
+    /// The strategy as that call gave it.
+    pub strategy: String,
+    /// That call's root-cause summary.
+    pub rca_summary: String,
+    /// That call's failure type.
+    pub failure_type: &'static str,
+    /// Agent that logged it.
+    pub source_agent: String,
+    /// How it matched the lesson: contains, contained_in or similar.
+    pub match_type: &'static str,
+    /// The matcher's score, in [0, 1].
+    pub score: f64,
+    /// When it was logged (RFC 3339).
+    pub recorded_at: String,
+}
+
+impl From<&Recurrence> for RecurrenceJson {
+    fn from(r: &Recurrence) -> Self {
+        RecurrenceJson {
+            id: r.id.to_string(),
+            task_id: r.task_id.clone(),
+            strategy: r.strategy_description.clone(),
+            rca_summary: r.rca_summary.clone(),
+            failure_type: r.failure_type.as_str(),
+            source_agent: r.source_agent.clone(),
+            match_type: r.match_type.as_str(),
+            score: r.score,
+            recorded_at: r.recorded_at.to_rfc3339(),
+        }
+    }
+}
+
+impl LessonJson {
+    /// `l` with its count of `recurrences`.
+    pub fn new(l: &Lesson, recurrences: u64) -> Self {
         LessonJson {
             id: l.id.to_string(),
             task_id: l.task_id.clone(),
@@ -102,6 +166,7 @@ impl From<&Lesson> for LessonJson {
             source_agent: l.source_agent.clone(),
             is_active: l.is_active,
             created_at: l.created_at.to_rfc3339(),
+            recurrences,
         }
     }
 }
@@ -207,6 +272,14 @@ pub fn run(app: &App, cmd: LessonsCommand, out: &mut Out) -> Result<(), ConsoleE
             let r = rationale(&r)?;
             set_active(app, lesson_id(app, &id)?, true, r, &actor, out)
         }
+        LessonsCommand::Split {
+            id,
+            rationale: r,
+            actor,
+        } => {
+            let r = r.as_deref().map(rationale).transpose()?;
+            split(app, recurrence_id(app, &id)?, r, &actor, out)
+        }
     }
 }
 
@@ -244,7 +317,13 @@ fn list(
     out: &mut Out,
 ) -> Result<(), ConsoleError> {
     let key = task.map(TaskKey::of);
-    let lessons = app.read_with(|ctx| Ok(lesson_store::list(ctx.db, key.as_ref(), all)?))?;
+    let (lessons, counts) = app.read_with(|ctx| {
+        Ok((
+            lesson_store::list(ctx.db, key.as_ref(), all)?,
+            recurrences::counts(ctx.db)?,
+        ))
+    })?;
+    let count = |l: &Lesson| counts.get(&l.id).copied().unwrap_or(0);
     let found: Vec<&Lesson> = lessons.iter().filter(|l| page.matches(l)).collect();
     let shown: Vec<&Lesson> = found
         .iter()
@@ -253,7 +332,7 @@ fn list(
         .take(page.limit)
         .collect();
     if json {
-        let v: Vec<LessonJson> = shown.iter().map(|l| LessonJson::from(*l)).collect();
+        let v: Vec<LessonJson> = shown.iter().map(|l| LessonJson::new(l, count(l))).collect();
         return out.json(&v);
     }
     if shown.is_empty() {
@@ -275,7 +354,15 @@ fn list(
         return out.line(&format!("{said}."));
     }
     let ids = short_ids(&shown.iter().map(|l| l.id).collect::<Vec<_>>());
-    let mut t = out.table(&["id", "task", "failure type", "state", "logged", "strategy"]);
+    let mut t = out.table(&[
+        "id",
+        "task",
+        "failure type",
+        "state",
+        "logged",
+        "recurred",
+        "strategy",
+    ]);
     for (l, id) in shown.iter().zip(ids) {
         let state = if l.is_active {
             out.paint(Paint::Bad, "blocks")
@@ -288,6 +375,10 @@ fn list(
             l.failure_type.as_str().to_string(),
             state,
             l.created_at.format("%Y-%m-%d").to_string(),
+            match count(l) {
+                0 => "—".to_string(),
+                n => format!("{n}×"),
+            },
             clip(&l.strategy_description, 60),
         ]);
     }
@@ -321,9 +412,10 @@ fn show(app: &App, id: Uuid, json: bool, out: &mut Out) -> Result<(), ConsoleErr
             .filter(|d| d.description.contains(&id))
             .collect();
         let tried = crate::store::attempts::of_lesson(ctx.db, l.id)?;
-        Ok(Some((l, named, tried)))
+        let recurred = recurrences::of_lesson(ctx.db, l.id)?;
+        Ok(Some((l, named, tried, recurred)))
     })?;
-    let Some((l, entries, tried)) = found else {
+    let Some((l, entries, tried, recurred)) = found else {
         return Err(ConsoleError::Usage(format!("no lesson {id}")));
     };
     if json {
@@ -331,7 +423,9 @@ fn show(app: &App, id: Uuid, json: bool, out: &mut Out) -> Result<(), ConsoleErr
             .iter()
             .map(super::history::DirectiveJson::from)
             .collect();
-        return out.json(&serde_json::json!({"lesson": LessonJson::from(&l),
+        let again: Vec<_> = recurred.iter().map(RecurrenceJson::from).collect();
+        let lesson = LessonJson::new(&l, recurred.len() as u64);
+        return out.json(&serde_json::json!({"lesson": lesson, "recurrences": again,
                                             "directives": history, "attempts": tried}));
     }
     out.field("Lesson", &l.id.to_string())?;
@@ -375,6 +469,7 @@ fn show(app: &App, id: Uuid, json: bool, out: &mut Out) -> Result<(), ConsoleErr
         }
         out.print_table(&t)?;
     }
+    print_recurrences(&recurred, out)?;
     if entries.is_empty() {
         return out.field("Directives", "none name this lesson");
     }
@@ -417,6 +512,95 @@ fn set_active(
     out.line(&format!(
         "Recorded as OVERRIDE {} by {}.",
         r.directive.id,
+        safe(&actor)
+    ))
+}
+
+/// The recurrences of a lesson, as `lessons show` prints them (oldest first).
+fn print_recurrences(recurred: &[Recurrence], out: &mut Out) -> Result<(), ConsoleError> {
+    if recurred.is_empty() {
+        return out.field("Recurrences", "none: no reworded repeat was merged into it");
+    }
+    out.field(
+        "Recurrences",
+        &format!(
+            "{} reworded repeats merged into it (`lessons split ID` makes one a lesson)",
+            recurred.len()
+        ),
+    )?;
+    let mut t = out.table(&["id", "when", "match", "strategy", "root cause"]);
+    for r in recurred {
+        t.add_row(vec![
+            r.id.to_string(),
+            when(r.recorded_at),
+            format!("{} {:.2}", r.match_type.as_str(), r.score),
+            safe(&r.strategy_description).into_owned(),
+            safe(&r.rca_summary).into_owned(),
+        ]);
+    }
+    out.print_table(&t)
+}
+
+/// The recurrence `id` names: a full UUID, or the start of exactly one recurrence's id in this
+/// project.
+///
+/// # Errors
+/// [`ConsoleError::Usage`] naming `id` when it is not an id, no recurrence's id starts so, or
+/// several do.
+fn recurrence_id(app: &App, id: &str) -> Result<Uuid, ConsoleError> {
+    let given = id.trim().to_ascii_lowercase();
+    if let Ok(full) = Uuid::parse_str(&given) {
+        return Ok(full);
+    }
+    if given.is_empty() || !given.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
+        return Err(ConsoleError::Usage(format!(
+            "ID {id:?} is not a recurrence id: give the id, or its first characters, as \
+             `lessons show LESSON` lists it"
+        )));
+    }
+    let all = app.read_with(|ctx| Ok(recurrences::all(ctx.db)?))?;
+    let matches: Vec<&Recurrence> = all
+        .iter()
+        .filter(|r| r.id.to_string().starts_with(&given))
+        .collect();
+    match matches.as_slice() {
+        [one] => Ok(one.id),
+        [] => Err(ConsoleError::Usage(format!(
+            "no recurrence id starts with {id:?}; `lessons show LESSON` lists a lesson's \
+             recurrences"
+        ))),
+        many => Err(ConsoleError::Usage(format!(
+            "{} recurrences have ids starting with {id:?}; give more characters",
+            many.len()
+        ))),
+    }
+}
+
+fn split(
+    app: &App,
+    id: Uuid,
+    rationale: Option<&str>,
+    actor: &ActorArg,
+    out: &mut Out,
+) -> Result<(), ConsoleError> {
+    use crate::ops::lessons::SplitError;
+    let actor = actor.resolve()?;
+    let done = app.write_with(&[], |ctx| {
+        match crate::ops::lessons::split(ctx.db, ctx.semantic, id, rationale, &actor, ctx.now) {
+            Ok(s) => Ok(Ok(s)),
+            Err(SplitError::Store(e)) => Err(e.into()),
+            Err(refused) => Ok(Err(refused)),
+        }
+    })?;
+    let s = done.map_err(|e| ConsoleError::Usage(e.to_string()))?;
+    out.line(&format!(
+        "Split recurrence {id} of lesson {} into lesson {} (task {:?}): both block their own \
+         strategies.",
+        s.recurrence.lesson_id, s.lesson.id, s.lesson.task_id
+    ))?;
+    out.line(&format!(
+        "Recorded as OVERRIDE {} by {}.",
+        s.directive.id,
         safe(&actor)
     ))
 }

@@ -44,7 +44,7 @@ pub enum Command {
     /// The projects the database holds rows of, with counts; `projects move` gives one
     /// project's rows to another.
     Projects(projects::ProjectsArgs),
-    /// List, show, lift or restore lessons (the strategy blacklist).
+    /// List, show, lift, restore or split lessons (the strategy blacklist).
     #[command(subcommand)]
     Lessons(lessons::LessonsCommand),
     /// The directive history (manual fixes, feedback, overrides, escalations), newest first.

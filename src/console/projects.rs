@@ -99,6 +99,12 @@ pub fn run(app: &App, args: ProjectsArgs, out: &mut Out) -> Result<(), ConsoleEr
                 safe(label(&from)),
                 safe(label(&to))
             ))?;
+            if moved.recurrences > 0 {
+                out.line(&format!(
+                    "The moved lessons took their {} recurrences with them.",
+                    moved.recurrences
+                ))?;
+            }
             if moved.lessons_left + moved.beliefs_left > 0 {
                 out.line(&format!(
                     "{} lessons and {} beliefs stayed in {}: {} already holds the same.",

@@ -3,7 +3,7 @@
 //! The format (version [`FORMAT_VERSION`]): the first line is a [`Header`], the last a
 //! [`Trailer`] (record counts and the sha256 of every byte before it); every line between is
 //! one [`Record`], tagged by `type`: `lambda_state` (informational), `lesson` (with its state),
-//! `directive`, `belief` (with its whole history), `observation` (a calibration observation
+//! `recurrence` (a reworded repeat merged into a lesson, after the lessons), `directive`, `belief` (with its whole history), `observation` (a calibration observation
 //! of the ATC windows) and `event` (the meta-learning log). Times are RFC 3339 in UTC with
 //! microseconds; floats round-trip bit-exactly.
 //!
@@ -11,7 +11,8 @@
 //! the trailer, without which the file is refused unless `--partial`), then stores it in
 //! transactions of at most [`IMPORT_STEP`] through the store functions the tools use, and is
 //! idempotent (so an interrupted import is completed by running it again): a lesson already present (same id, or same task and normalised
-//! strategy) is skipped, a directive by id, an observation equal to one in the windows, an
+//! strategy) is skipped, a recurrence by id (it joins its lesson, or the lesson here of the
+//! same task and strategy, else becomes a lesson of its own), a directive by id, an observation equal to one in the windows, an
 //! event of the same time, type and detail; a belief merges its history
 //! ([`crate::store::beliefs::merge`]). The λ state is not imported: λ on the target is learned
 //! from the target's own predictions (a `backup` moves a whole database instead). Recorded
@@ -35,10 +36,11 @@ use crate::service::CachedFamily;
 use crate::service::atc::state::{Observation, ObservationFilter};
 use crate::service::atc::thresholds::ThresholdName;
 use crate::service::epistemic::{ActionType, Belief, BeliefEvent, BeliefStatus, UncertaintyType};
-use crate::service::lessons::{NewLesson, fold_text};
+use crate::service::lessons::{NewLesson, TaskKey, fold_text};
 use crate::service::meta::{Event, EventType};
 use crate::service::vocab::{Domain, Lambdas};
 use crate::store::directives::{self, Directive, InterventionType};
+use crate::store::recurrences::{self, Recurrence};
 use crate::store::{Db, atc as atc_store, beliefs, lessons as lesson_store, meta as meta_store};
 use crate::tools::App;
 
@@ -47,8 +49,9 @@ pub const FORMAT: &str = "meta-utl-mcp-export";
 
 /// The format version this binary writes and the newest it reads. Version 2 added the
 /// [`Trailer`]; a version 1 export has none, so it is read only with `--partial`. Version 3
-/// added each lesson's, directive's and belief's `project`.
-pub const FORMAT_VERSION: u32 = 3;
+/// added each lesson's, directive's and belief's `project`. Version 4 added `recurrence`
+/// records; older exports have none and are read as before.
+pub const FORMAT_VERSION: u32 = 4;
 
 /// The longest line an import reads, as the server's longest request line.
 pub const MAX_LINE_BYTES: usize = crate::server::MAX_LINE_BYTES;
@@ -124,6 +127,32 @@ pub enum Record {
         is_active: bool,
         /// When it was logged.
         created_at: DateTime<Utc>,
+    },
+    /// A recurrence: a reworded repeat of a lesson, merged into it (format version 4).
+    Recurrence {
+        /// The project it belongs to, its lesson's.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        project: Option<String>,
+        /// Recurrence id (kept on import).
+        id: Uuid,
+        /// The lesson it was merged into.
+        lesson_id: Uuid,
+        /// Task id as that call gave it.
+        task_id: String,
+        /// The strategy as that call gave it.
+        strategy: String,
+        /// That call's root-cause summary.
+        rca_summary: String,
+        /// That call's failure type (UPPER_SNAKE).
+        failure_type: String,
+        /// Agent that logged it.
+        source_agent: String,
+        /// contains, contained_in or similar.
+        match_type: String,
+        /// The matcher's score, in [0, 1].
+        score: f64,
+        /// When it was logged.
+        recorded_at: DateTime<Utc>,
     },
     /// A directive-history entry.
     Directive {
@@ -219,6 +248,7 @@ impl Record {
         match self {
             Record::LambdaState { .. } => "lambda_state",
             Record::Lesson { .. } => "lesson",
+            Record::Recurrence { .. } => "recurrence",
             Record::Directive { .. } => "directive",
             Record::Belief { .. } => "belief",
             Record::Observation { .. } => "observation",
@@ -260,6 +290,22 @@ fn lesson_record(project: &str, l: &crate::service::lessons::Lesson) -> Record {
         source_agent: l.source_agent.clone(),
         is_active: l.is_active,
         created_at: l.created_at,
+    }
+}
+
+fn recurrence_record(project: &str, r: &Recurrence) -> Record {
+    Record::Recurrence {
+        project: Some(project.to_owned()),
+        id: r.id,
+        lesson_id: r.lesson_id,
+        task_id: r.task_id.clone(),
+        strategy: r.strategy_description.clone(),
+        rca_summary: r.rca_summary.clone(),
+        failure_type: r.failure_type.as_str().into(),
+        source_agent: r.source_agent.clone(),
+        match_type: r.match_type.as_str().into(),
+        score: r.score,
+        recorded_at: r.recorded_at,
     }
 }
 
@@ -341,6 +387,11 @@ pub fn collect(app: &App) -> Result<(Header, Vec<Record>), ConsoleError> {
                 lesson_store::list(&db, None, true)?
                     .iter()
                     .map(|l| lesson_record(name, l)),
+            );
+            records.extend(
+                recurrences::all(&db)?
+                    .iter()
+                    .map(|r| recurrence_record(name, r)),
             );
             let (mut entries, _) = directives::list(&db, None, usize::MAX, 0)?;
             entries.reverse();
@@ -464,6 +515,13 @@ pub struct ImportReport {
     pub lessons_added: usize,
     /// Lessons already present (by id, or by task and normalised strategy).
     pub lessons_skipped: usize,
+    /// Recurrences stored with their lesson.
+    pub recurrences_added: usize,
+    /// Recurrences already present (by id).
+    pub recurrences_skipped: usize,
+    /// Recurrences whose lesson is neither here nor in the export, stored as lessons of their
+    /// own.
+    pub recurrences_as_lessons: usize,
     /// Directive entries appended.
     pub directives_added: usize,
     /// Directive entries already present (by id).
@@ -500,6 +558,7 @@ struct ImportJson<'a> {
 #[derive(Default)]
 struct Parsed {
     lessons: Vec<(Scope, ImportedLesson)>,
+    recurrences: Vec<(Scope, Recurrence)>,
     directives: Vec<(Scope, Directive)>,
     beliefs: Vec<(Scope, Belief)>,
     observations: Vec<Observation>,
@@ -865,6 +924,52 @@ fn add(p: &mut Parsed, r: Record, now: DateTime<Utc>) -> Result<(), String> {
             let project = scope(project).map_err(|e| format!("lesson: {e}"))?;
             p.lessons.push((project, (l, id, is_active, created_at)));
         }
+        Record::Recurrence {
+            project,
+            id,
+            lesson_id,
+            task_id,
+            strategy,
+            rca_summary,
+            failure_type,
+            source_agent,
+            match_type,
+            score,
+            recorded_at,
+        } => {
+            let l = NewLesson::validate(
+                &task_id,
+                &strategy,
+                &rca_summary,
+                &failure_type,
+                &source_agent,
+            )
+            .map_err(|e| format!("recurrence: {e}"))?;
+            let match_type = recurrences::match_type_named(&match_type).ok_or_else(|| {
+                format!(
+                    "recurrence: match_type {match_type:?} is not one of contains, \
+                     contained_in, similar"
+                )
+            })?;
+            let score = unit("recurrence score", score)?;
+            time("recurrence recorded_at", recorded_at, now, true)?;
+            let project = scope(project).map_err(|e| format!("recurrence: {e}"))?;
+            p.recurrences.push((
+                project,
+                Recurrence {
+                    id,
+                    lesson_id,
+                    task_id: l.task_id,
+                    strategy_description: l.strategy_description,
+                    rca_summary: l.rca_summary,
+                    failure_type: l.failure_type,
+                    source_agent: l.source_agent,
+                    match_type,
+                    score,
+                    recorded_at,
+                },
+            ));
+        }
         Record::Directive {
             project,
             id,
@@ -1072,6 +1177,8 @@ const CHUNK: usize = 500;
 /// One unit of an import's work, stored inside one transaction.
 enum Item<'a> {
     Lesson(&'a (Scope, ImportedLesson)),
+    /// A recurrence, with its lesson's task key and normalised strategy in the export.
+    Recurrence(&'a (Scope, Recurrence), Option<(&'a TaskKey, &'a str)>),
     Directive(&'a (Scope, Directive)),
     Belief(&'a (Scope, Belief)),
     Observations(&'a [Observation]),
@@ -1105,6 +1212,13 @@ fn store_item(
             match lesson_store::import(&in_project(db, here, p), l, *id, *active, *created)? {
                 lesson_store::Import::Added => r.lessons_added += 1,
                 lesson_store::Import::Skipped => r.lessons_skipped += 1,
+            }
+        }
+        Item::Recurrence((p, rec), lesson) => {
+            match recurrences::import(&in_project(db, here, p), rec, *lesson)? {
+                recurrences::Import::Added => r.recurrences_added += 1,
+                recurrences::Import::Skipped => r.recurrences_skipped += 1,
+                recurrences::Import::AsLesson => r.recurrences_as_lessons += 1,
             }
         }
         Item::Directive((p, d)) => {
@@ -1159,10 +1273,21 @@ fn store_item(
 /// servers writing meanwhile are not locked out); returns the counts. Interrupted, the import
 /// keeps what its finished transactions stored, and running it again skips that.
 fn store(app: &App, version: u32, p: &Parsed) -> Result<ImportReport, ConsoleError> {
+    // A recurrence's lesson in the export, by project and id: the lesson here of the same
+    // task and strategy takes the recurrence when that lesson was skipped as present.
+    let exported: std::collections::HashMap<(&Scope, Uuid), (&TaskKey, &str)> = p
+        .lessons
+        .iter()
+        .map(|(s, (l, id, ..))| ((s, *id), (&l.task_key, l.normalised_strategy.as_str())))
+        .collect();
     let items: Vec<Item<'_>> = p
         .lessons
         .iter()
         .map(Item::Lesson)
+        .chain(p.recurrences.iter().map(|rec| {
+            let lesson = exported.get(&(&rec.0, rec.1.lesson_id)).copied();
+            Item::Recurrence(rec, lesson)
+        }))
         .chain(p.directives.iter().map(Item::Directive))
         .chain(p.beliefs.iter().map(Item::Belief))
         .chain(p.observations.chunks(CHUNK).map(Item::Observations))
@@ -1226,6 +1351,7 @@ pub fn import(
     let mut r = store(&app, version, &parsed)?;
     r.secrets_redacted = parsed.redacted;
     let records = parsed.lessons.len()
+        + parsed.recurrences.len()
         + parsed.directives.len()
         + parsed.beliefs.len()
         + parsed.observations.len()
@@ -1245,6 +1371,17 @@ pub fn import(
         "lessons".into(),
         r.lessons_added.to_string(),
         r.lessons_skipped.to_string(),
+    ]);
+    t.add_row(vec![
+        "recurrences".into(),
+        match r.recurrences_as_lessons {
+            0 => r.recurrences_added.to_string(),
+            n => format!(
+                "{} (+{n} as lessons of their own: their lesson was missing)",
+                r.recurrences_added
+            ),
+        },
+        r.recurrences_skipped.to_string(),
     ]);
     t.add_row(vec![
         "directives".into(),
@@ -1303,6 +1440,8 @@ pub fn import(
 /// empty or mistyped database), or all of them were here already.
 fn nothing_imported(r: &ImportReport, records: usize, file: &str) -> Option<String> {
     let added = r.lessons_added
+        + r.recurrences_added
+        + r.recurrences_as_lessons
         + r.directives_added
         + r.beliefs_created
         + r.belief_events_added

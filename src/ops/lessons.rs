@@ -1,5 +1,6 @@
-//! Operations on lessons: the blacklist check ([`check`]), logging a lesson ([`log`]), and
-//! lifting or restoring one ([`set_active`]).
+//! Operations on lessons: the blacklist check ([`check`]), logging a lesson ([`log`]; a
+//! reworded repeat of an active lesson becomes its recurrence), splitting a recurrence back
+//! into a lesson ([`split`]), and lifting or restoring one ([`set_active`]).
 
 use std::sync::Arc;
 
@@ -22,6 +23,7 @@ use crate::store::directives::{self, Directive, InterventionType};
 use crate::store::lesson_vectors;
 use crate::store::lessons::{self as lesson_store, ActiveStrategy, Inserted};
 use crate::store::outcomes::{self as outcome_store, CheckPrediction};
+use crate::store::recurrences::{self, Recurrence};
 use crate::store::{Db, StoreError};
 
 /// What [`set_active`] did: the lesson as it was, the change, and the `OVERRIDE` entry written
@@ -72,36 +74,231 @@ pub fn set_active(
     }))
 }
 
-/// Store lesson `lesson` (`log_lesson_learned`) under a new id at `now`, with its full-text
-/// terms, unless its task already has a lesson with this normalised strategy (active or not:
-/// [`Inserted::Exists`], nothing is written). A new lesson's vector is stored too when a model
-/// is loaded (the tool's `prepare` embedded it before the transaction); an engine failure
-/// leaves the lesson without one (logged): a check then embeds it itself, and the next
-/// start-up's back-fill stores it. The project's failed attempts of the
-/// [`crate::store::attempts::LINK_WINDOW_HOURS`] before that no lesson claimed are linked to a
-/// new lesson, and the project's open checks of the same strategy that did not block it in the
-/// [`crate::store::outcomes::AUTO_CLOSE_DAYS`] before are closed as repeats. Call inside a
-/// write transaction.
+/// What [`log`] did with a lesson.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Logged {
+    /// Stored as a new lesson.
+    New(Lesson),
+    /// The task already has a lesson with this normalised strategy (active or not); nothing
+    /// was written.
+    Exists(Lesson),
+    /// The matcher says the strategy repeats `lesson`, an active lesson of the task: kept as
+    /// `recurrence` of it instead of a second lesson.
+    Recurred {
+        /// The lesson it was merged into.
+        lesson: Lesson,
+        /// The stored recurrence.
+        recurrence: Recurrence,
+        /// The lesson's recurrences now, this one included (at least 1).
+        recurrences: u64,
+    },
+}
+
+/// Store lesson `lesson` (`log_lesson_learned`) at `now`. Three outcomes, decided in this order:
+///
+/// 1. its task (by [`TaskKey`]) already has a lesson with this normalised strategy, active or
+///    not: [`Logged::Exists`], nothing is written;
+/// 2. the blacklist check ([`check`], the same matcher and classifier: the model's when one is
+///    loaded, else the lexical one) blocks the strategy against an active lesson of the same
+///    task with match type `contains`, `contained_in` or `similar`: the call is stored as a
+///    [`Recurrence`] of that lesson ([`Logged::Recurred`]), not as a second lesson. An
+///    inactive lesson never absorbs one (the check does not match it), nor does another
+///    task's, not even one of a task with the same words;
+/// 3. otherwise a new lesson under a new id with its full-text terms ([`Logged::New`]), and
+///    its vector when a model is loaded (the tool's `prepare` embedded it before the
+///    transaction); an engine failure leaves the lesson without one (logged): a check then
+///    embeds it itself, and the next start-up's back-fill stores it.
+///
+/// In cases 2 and 3 the project's failed attempts of the
+/// [`crate::store::attempts::LINK_WINDOW_HOURS`] before that no lesson claimed are linked to
+/// the lesson, and the project's open checks of this strategy that did not block it in the
+/// [`crate::store::outcomes::AUTO_CLOSE_DAYS`] before are closed as repeats (it failed again).
+/// Call inside a write transaction.
 ///
 /// # Errors
-/// [`StoreError`] on SQL failure.
+/// [`StoreError`] on SQL failure or an unreadable row.
 pub fn log(
     db: &Db<'_>,
     semantic: &Semantic,
     lesson: &NewLesson,
     now: DateTime<Utc>,
-) -> Result<Inserted, StoreError> {
-    let terms = search_terms(&lesson.strategy_description, &lesson.rca_summary);
-    let inserted = lesson_store::insert(db, lesson, Uuid::new_v4(), &terms, now)?;
-    if let Inserted::New(l) = &inserted {
-        // The checks of this strategy that let it through predicted wrong: it failed again.
-        outcome_store::close_unblocked(db, &l.normalised_strategy, now)?;
-        store_vector(db, semantic, l.id, &lesson.strategy_description)?;
-        // The failed attempts the plugin recorded in the hours before are its evidence.
-        let since = now - chrono::Duration::hours(crate::store::attempts::LINK_WINDOW_HOURS);
-        crate::store::attempts::link_recent(db, l.id, since)?;
+) -> Result<Logged, StoreError> {
+    let key = &lesson.task_key;
+    if let Some(existing) = lesson_store::find_by_strategy(db, key, &lesson.normalised_strategy)? {
+        return Ok(Logged::Exists(existing));
     }
-    Ok(inserted)
+    let since = now - chrono::Duration::hours(crate::store::attempts::LINK_WINDOW_HOURS);
+    let repeated = repeated_lesson(db, semantic, lesson)?;
+    // The checks of this strategy that let it through predicted wrong: it failed again.
+    outcome_store::close_unblocked(db, &lesson.normalised_strategy, now)?;
+    if let Some(m) = repeated {
+        let recurrence = Recurrence {
+            id: Uuid::new_v4(),
+            lesson_id: m.lesson.id,
+            task_id: lesson.task_id.clone(),
+            strategy_description: lesson.strategy_description.clone(),
+            rca_summary: lesson.rca_summary.clone(),
+            failure_type: lesson.failure_type,
+            source_agent: lesson.source_agent.clone(),
+            match_type: m.match_type,
+            score: if m.score.is_finite() {
+                m.score.clamp(0.0, 1.0)
+            } else {
+                0.0
+            },
+            recorded_at: now,
+        };
+        recurrences::insert(db, &recurrence)?;
+        crate::store::attempts::link_recent(db, m.lesson.id, since)?;
+        let recurrences = recurrences::count_of(db, m.lesson.id)?;
+        return Ok(Logged::Recurred {
+            lesson: m.lesson,
+            recurrence,
+            recurrences,
+        });
+    }
+    let terms = search_terms(&lesson.strategy_description, &lesson.rca_summary);
+    match lesson_store::insert(db, lesson, Uuid::new_v4(), &terms, now)? {
+        Inserted::Exists(l) => Ok(Logged::Exists(l)),
+        Inserted::New(l) => {
+            store_vector(db, semantic, l.id, &lesson.strategy_description)?;
+            // The failed attempts the plugin recorded in the hours before are its evidence.
+            crate::store::attempts::link_recent(db, l.id, since)?;
+            Ok(Logged::New(l))
+        }
+    }
+}
+
+/// The active lesson of `lesson`'s own task (same [`TaskKey`]) that the blacklist check blocks
+/// its strategy against, when the match is not `exact`. `None` without active lessons of the
+/// task: the check is not run then (for a task new to the project it would look at other
+/// tasks' lessons, which never absorb a recurrence).
+fn repeated_lesson(
+    db: &Db<'_>,
+    semantic: &Semantic,
+    lesson: &NewLesson,
+) -> Result<Option<LessonMatch>, StoreError> {
+    if lesson_store::active_strategies(db, &lesson.task_key)?.is_empty() {
+        return Ok(None);
+    }
+    let verdict = check(
+        db,
+        semantic,
+        &lesson.task_id,
+        &lesson.strategy_description,
+        false,
+    )
+    .map_err(|e| match e {
+        CheckError::Store(e) => e,
+        CheckError::Vanished => StoreError::Corrupt(CheckError::Vanished.to_string()),
+    })?;
+    Ok(verdict.blacklisted.filter(|m| {
+        m.match_type != MatchType::Exact
+            && m.lesson.is_active
+            && TaskKey::of(&m.lesson.task_id) == lesson.task_key
+    }))
+}
+
+/// What [`split`] did: the recurrence as it was, the lesson made of it, and the `OVERRIDE`
+/// entry written to the directive history.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Split {
+    /// The recurrence, now removed.
+    pub recurrence: Recurrence,
+    /// The new lesson.
+    pub lesson: Lesson,
+    /// The directive-history entry recording it.
+    pub directive: Directive,
+}
+
+/// Why [`split`] did nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum SplitError {
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The project has no recurrence with this id.
+    #[error("no recurrence {0}; `lessons show LESSON` lists a lesson's recurrences")]
+    NotFound(Uuid),
+    /// The task has had a lesson with the recurrence's normalised strategy since.
+    #[error(
+        "recurrence {recurrence}: task {task_id:?} already has a lesson with this strategy \
+         (lesson {existing}); nothing was changed"
+    )]
+    Exists {
+        /// The recurrence.
+        recurrence: Uuid,
+        /// Its task id.
+        task_id: String,
+        /// The lesson the task has.
+        existing: Uuid,
+    },
+    /// The stored recurrence is not a valid lesson (a damaged row).
+    #[error("recurrence {0}: {1}")]
+    Invalid(Uuid, String),
+}
+
+/// Turn recurrence `id`, wrongly merged, into a lesson of its own of the same task (an
+/// operator's `lessons split`): a new active lesson with the recurrence's strategy, root cause,
+/// failure type, agent and time, and its vector when a model is loaded; the recurrence is
+/// removed, and the change is recorded in the directive history as an `OVERRIDE` by `actor`,
+/// naming both lessons, with `rationale` when given. Call inside a write transaction; on an
+/// error nothing is written.
+///
+/// # Errors
+/// [`SplitError`]: no such recurrence, the task already has a lesson with its strategy, a
+/// damaged row, or the store's failure.
+pub fn split(
+    db: &Db<'_>,
+    semantic: &Semantic,
+    id: Uuid,
+    rationale: Option<&str>,
+    actor: &str,
+    now: DateTime<Utc>,
+) -> Result<Split, SplitError> {
+    let recurrence = recurrences::get(db, id)?.ok_or(SplitError::NotFound(id))?;
+    let r = &recurrence;
+    let new = NewLesson::new(
+        &r.task_id,
+        &r.strategy_description,
+        &r.rca_summary,
+        r.failure_type,
+        &r.source_agent,
+    )
+    .map_err(|e| SplitError::Invalid(id, e.to_string()))?;
+    let terms = search_terms(&new.strategy_description, &new.rca_summary);
+    let lesson = match lesson_store::insert(db, &new, Uuid::new_v4(), &terms, r.recorded_at)? {
+        Inserted::New(l) => l,
+        Inserted::Exists(existing) => {
+            return Err(SplitError::Exists {
+                recurrence: id,
+                task_id: r.task_id.clone(),
+                existing: existing.id,
+            });
+        }
+    };
+    store_vector(db, semantic, lesson.id, &lesson.strategy_description)?;
+    recurrences::delete(db, id)?;
+    let mut note = format!(
+        "recurrence {id} of lesson {} split into lesson {} (strategy: {:?})",
+        r.lesson_id, lesson.id, r.strategy_description
+    );
+    if let Some(why) = rationale {
+        note.push_str(&format!(": {why}"));
+    }
+    let directive = Directive::new(
+        Some(r.task_id.clone()),
+        InterventionType::Override,
+        note,
+        actor,
+        now,
+    );
+    directives::insert(db, &directive)?;
+    Ok(Split {
+        recurrence,
+        lesson,
+        directive,
+    })
 }
 
 /// Stores lesson `id`'s vector of `strategy` when a model is loaded; an engine failure is

@@ -32,6 +32,12 @@ pub fn move_rows(
         moved.directives,
         moved.beliefs
     );
+    if moved.recurrences > 0 {
+        note.push_str(&format!(
+            " ({} recurrences with their lessons)",
+            moved.recurrences
+        ));
+    }
     if moved.lessons_left + moved.beliefs_left > 0 {
         note.push_str(&format!(
             "; {} lessons and {} beliefs stayed there because this project already holds them",

@@ -28,6 +28,7 @@ pub mod meta;
 pub mod outcomes;
 pub mod pg;
 pub mod projects;
+pub mod recurrences;
 pub mod request_keys;
 mod rows;
 mod sqlite;

@@ -17,10 +17,10 @@ pub fn list(db: &Db<'_>) -> Result<Vec<ProjectCounts>, StoreError> {
     }
 }
 
-/// Move the lessons (with their vectors), directives and beliefs (with their history) of
-/// project `from` to project `to`, except the lessons and beliefs `to` already holds (same
-/// task and normalised strategy; same normalised target), which stay in `from` and are
-/// counted. Moved lessons with a vector get a new vector revision, so that a running server
+/// Move the lessons (with their vectors and recurrences), directives and beliefs (with their
+/// history) of project `from` to project `to`, except the lessons and beliefs `to` already
+/// holds (same task and normalised strategy; same normalised target), which stay in `from`
+/// with their recurrences and are counted. Moved lessons with a vector get a new vector revision, so that a running server
 /// of `to` adds them to its related-lessons index. Call inside a write transaction.
 ///
 /// # Errors
@@ -37,13 +37,32 @@ mod tests {
     use super::*;
     use crate::service::lessons::{NewLesson, TaskKey, search_terms};
     use crate::store::pg::testing::both_backends;
-    use crate::store::{Store, lessons};
+    use crate::store::{Store, lessons, recurrences};
     use uuid::Uuid;
 
-    fn log(db: &Db<'_>, task: &str, strategy: &str) -> Result<(), StoreError> {
+    fn log(db: &Db<'_>, task: &str, strategy: &str) -> Result<Uuid, StoreError> {
         let l = NewLesson::validate(task, strategy, "why", "UNKNOWN", "agent").expect("valid");
         let terms = search_terms(&l.strategy_description, &l.rca_summary);
-        lessons::insert(db, &l, Uuid::new_v4(), &terms, chrono::Utc::now())?;
+        match lessons::insert(db, &l, Uuid::new_v4(), &terms, chrono::Utc::now())? {
+            lessons::Inserted::New(l) | lessons::Inserted::Exists(l) => Ok(l.id),
+        }
+    }
+
+    /// A recurrence of lesson `lesson` in `db`'s project.
+    fn recur(db: &Db<'_>, lesson: Uuid, strategy: &str) -> Result<(), StoreError> {
+        let r = recurrences::Recurrence {
+            id: Uuid::new_v4(),
+            lesson_id: lesson,
+            task_id: "t1".into(),
+            strategy_description: strategy.into(),
+            rca_summary: "why again".into(),
+            failure_type: crate::service::lessons::FailureType::Unknown,
+            source_agent: "agent".into(),
+            match_type: crate::service::lessons::MatchType::Contains,
+            score: 0.5,
+            recorded_at: chrono::Utc::now(),
+        };
+        assert!(recurrences::insert(db, &r)?);
         Ok(())
     }
 
@@ -52,9 +71,11 @@ mod tests {
             .write(|db| -> Result<(), StoreError> {
                 let a = db.scoped("github.com/acme/a");
                 let b = db.scoped("github.com/acme/b");
-                log(&a, "t1", "mock the database")?;
-                log(&a, "t1", "raise the timeout")?;
+                let left = log(&a, "t1", "mock the database")?;
+                let moving = log(&a, "t1", "raise the timeout")?;
                 log(&b, "t1", "mock the database")?;
+                recur(&a, left, "mock the whole database")?;
+                recur(&a, moving, "raise the timeout again")?;
                 log(&b, "t2", "pin serde to 1.0.100")?;
                 // The same task and strategy live once per project.
                 assert_eq!(lessons::list(&a, None, true)?.len(), 2);
@@ -68,6 +89,18 @@ mod tests {
                 assert_eq!(names, ["github.com/acme/a", "github.com/acme/b"]);
                 let moved = move_rows(db, "github.com/acme/a", "github.com/acme/b")?;
                 assert_eq!((moved.lessons, moved.lessons_left), (1, 1), "{moved:?}");
+                assert_eq!(moved.recurrences, 1, "only the moved lesson's");
+                assert_eq!(
+                    recurrences::count_of(&b, moving)?,
+                    1,
+                    "it went with its lesson"
+                );
+                assert_eq!(recurrences::count_of(&a, moving)?, 0);
+                assert_eq!(
+                    recurrences::count_of(&a, left)?,
+                    1,
+                    "the lesson left keeps its own"
+                );
                 assert_eq!(lessons::list(&b, None, true)?.len(), 3);
                 let counts = list(db)?;
                 assert_eq!(counts[0].name, "github.com/acme/a");

@@ -55,6 +55,9 @@ pub struct ReportData {
     /// The failed attempts the plugin recorded before each lesson (by lesson id; lessons
     /// without any are absent).
     pub attempts: std::collections::HashMap<uuid::Uuid, Vec<crate::store::attempts::Attempt>>,
+    /// How many reworded repeats were merged into each lesson (by lesson id; lessons without
+    /// any are absent).
+    pub recurrences: std::collections::HashMap<uuid::Uuid, u64>,
     /// Every directive, oldest first.
     pub directives: Vec<Directive>,
     /// The escalation status now.
@@ -89,6 +92,7 @@ pub fn gather(app: &App) -> Result<ReportData, ConsoleError> {
             lambda_s: ctx.svc.meta.lambdas.s(),
             lessons,
             attempts,
+            recurrences: crate::store::recurrences::counts(ctx.db)?,
             directives: ds,
             escalation: ctx.svc.meta.escalation_status().as_str(),
             beliefs: belief_store::all(ctx.db)?,
@@ -452,8 +456,8 @@ fn escalation_advice(d: &ReportData) -> Option<String> {
     }
 }
 
-/// The lessons as a table: active first, then the newest; with the tasks where the same
-/// strategy failed too.
+/// The lessons as a table: active first, then the newest; with their recurrences (the
+/// reworded repeats merged into each, and the tasks where the same strategy failed too).
 fn lessons_table(d: &ReportData) -> String {
     if d.lessons.is_empty() {
         return "<p class=\"empty\">No lessons yet (log_lesson_learned).</p>\n".into();
@@ -481,9 +485,11 @@ fn lessons_table(d: &ReportData) -> String {
             .get(l.normalised_strategy.as_str())
             .map(|t| t.iter().copied().filter(|t| *t != l.task_id).collect())
             .unwrap_or_default();
-        let recurrences = if others.is_empty() {
-            "—".to_string()
-        } else {
+        let merged = d.recurrences.get(&l.id).map(|n| match n {
+            1 => "1 reworded repeat merged".to_string(),
+            n => format!("{n} reworded repeats merged"),
+        });
+        let elsewhere = (!others.is_empty()).then(|| {
             format!(
                 "also in {}: {}",
                 if others.len() == 1 {
@@ -500,6 +506,14 @@ fn lessons_table(d: &ReportData) -> String {
                         .join(", ")
                 )
             )
+        });
+        let recurrences = match [merged, elsewhere]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+        {
+            found if found.is_empty() => "—".to_string(),
+            found => found.join("; "),
         };
         let tried = d.attempts.get(&l.id).map_or("—".to_string(), |a| {
             let shown: Vec<String> = a

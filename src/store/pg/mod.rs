@@ -32,6 +32,7 @@ pub mod lessons;
 pub mod meta;
 pub mod outcomes;
 pub mod projects;
+pub mod recurrences;
 pub(crate) mod request_keys;
 mod target;
 #[cfg(test)]
@@ -77,6 +78,7 @@ const MIGRATIONS: &[(&str, Option<DataStep>)] = &[
     (include_str!("request_keys.sql"), None),
     (include_str!("projects.sql"), Some(lessons::fill_task_words)),
     (include_str!("attempts.sql"), None),
+    (include_str!("recurrences.sql"), None),
     (include_str!("outcomes.sql"), None),
 ];
 

@@ -50,6 +50,12 @@ pub fn move_rows(pg: &Pg, from: &str, to: &str) -> Result<Moved, StoreError> {
                  AND t.normalised_strategy = lessons.normalised_strategy)",
         &[&from, &to],
     )?;
+    // A recurrence goes where its lesson went (the lessons left behind keep theirs).
+    let recurrences = pg.execute(
+        "UPDATE lesson_recurrences SET project = $2 WHERE project = $1 AND lesson_id IN (
+             SELECT id FROM lessons WHERE project = $2)",
+        &[&from, &to],
+    )?;
     let directives = pg.execute(
         "UPDATE directive_history SET project = $2 WHERE project = $1",
         &[&from, &to],
@@ -65,6 +71,7 @@ pub fn move_rows(pg: &Pg, from: &str, to: &str) -> Result<Moved, StoreError> {
     Ok(Moved {
         lessons,
         lessons_left: left("SELECT count(*) FROM lessons WHERE project = $1")?,
+        recurrences,
         directives,
         beliefs,
         beliefs_left: left("SELECT count(*) FROM beliefs WHERE project = $1")?,

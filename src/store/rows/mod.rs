@@ -13,6 +13,7 @@ pub(crate) mod lessons;
 pub(crate) mod meta;
 pub(crate) mod outcomes;
 pub(crate) mod projects;
+pub(crate) mod recurrences;
 pub(crate) mod request_keys;
 
 /// One stored row as a backend reads it, column by index (0-based): what the named `Raw*`

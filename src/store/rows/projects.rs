@@ -24,6 +24,8 @@ pub struct Moved {
     /// Lessons left in the source: the target already has a lesson of the same task with the
     /// same normalised strategy.
     pub lessons_left: u64,
+    /// Recurrences moved: those of the lessons moved (a lesson left keeps its own).
+    pub recurrences: u64,
     /// Directive-history entries moved (all of them).
     pub directives: u64,
     /// Beliefs moved.

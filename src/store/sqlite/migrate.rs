@@ -7,7 +7,7 @@ use rusqlite::Connection;
 use super::super::{APPLICATION_ID, family_key};
 use super::{
     atc, attempts, beliefs, delta_sc, directives, lesson_vectors, lessons, meta, outcomes,
-    request_keys,
+    recurrences, request_keys,
 };
 use crate::service::CachedFamily;
 
@@ -47,6 +47,7 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     Migration::sql(beliefs::MIGRATION_PROJECT),
     Migration::sql(directives::MIGRATION_PROJECT),
     Migration::sql(attempts::MIGRATION),
+    Migration::sql(recurrences::MIGRATION),
     Migration::sql(outcomes::MIGRATION),
 ];
 

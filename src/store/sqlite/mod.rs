@@ -29,6 +29,7 @@ pub(crate) mod migrate;
 pub(crate) mod open;
 pub(crate) mod outcomes;
 pub(crate) mod projects;
+pub(crate) mod recurrences;
 pub(crate) mod request_keys;
 
 pub use migrate::SCHEMA_VERSION;

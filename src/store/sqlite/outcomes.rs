@@ -11,7 +11,7 @@ use crate::store::rows::outcomes::{
 };
 use crate::store::{StoreError, to_us};
 
-/// Migration 18: blacklist checks kept as predictions until their outcome is known, and each
+/// Migration 19: blacklist checks kept as predictions until their outcome is known, and each
 /// project's fitted temperature per calibration source (issue 31).
 pub const MIGRATION: &str = "
 CREATE TABLE check_predictions (

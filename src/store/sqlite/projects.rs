@@ -39,6 +39,12 @@ pub(crate) fn move_rows(conn: &Connection, from: &str, to: &str) -> Result<Moved
                  AND t.normalised_strategy = lessons.normalised_strategy)",
         params![from, to],
     )?;
+    // A recurrence goes where its lesson went (the lessons left behind keep theirs).
+    let recurrences = conn.execute(
+        "UPDATE lesson_recurrences SET project = ?2 WHERE project = ?1 AND lesson_id IN (
+             SELECT id FROM lessons WHERE project = ?2)",
+        params![from, to],
+    )?;
     let directives = conn.execute(
         "UPDATE directive_history SET project = ?2 WHERE project = ?1",
         params![from, to],
@@ -59,6 +65,7 @@ pub(crate) fn move_rows(conn: &Connection, from: &str, to: &str) -> Result<Moved
     Ok(Moved {
         lessons: lessons as u64,
         lessons_left: left("lessons")?,
+        recurrences: recurrences as u64,
         directives: directives as u64,
         beliefs: beliefs as u64,
         beliefs_left: left("beliefs")?,

@@ -6,12 +6,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::{Code, Failure, Flag, Reply};
+use crate::ops::lessons::Logged;
 use crate::semantic::Semantic;
 use crate::service::CachedFamily;
 use crate::service::lessons::{
-    FailureType, LessonError, MAX_ID_CHARS, MAX_RCA_CHARS, MAX_STRATEGY_CHARS, NewLesson,
+    FailureType, LessonError, MAX_ID_CHARS, MAX_RCA_CHARS, MAX_STRATEGY_CHARS, MatchType, NewLesson,
 };
-use crate::store::lessons::Inserted;
 use crate::tools::wire::{NonBlank, OneOf, Validate, WireUuid};
 use crate::tools::{Annotations, Answer, ToolDef, ToolError, WriteCtx, WriteTool};
 
@@ -37,13 +37,29 @@ pub struct LogInput {
 
 impl Validate for LogInput {}
 
-/// A lesson was logged.
+/// A lesson was logged, or merged into the task's active lesson it rewords.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct Logged {
+pub struct LoggedOut {
     /// Always true.
     pub success: Flag<true>,
-    /// The new lesson.
+    /// The new lesson; with `merged_into_existing`, the existing lesson.
     pub lesson_id: WireUuid,
+    /// Present (always true) when the strategy rewords an active lesson of the task (the
+    /// blacklist check blocks it against that lesson): no second lesson was made, and this
+    /// call (strategy and root cause) is kept as that lesson's recurrence.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Flag<true>")]
+    pub merged_into_existing: Option<Flag<true>>,
+    /// With `merged_into_existing`: how the strategy matched the lesson's (`contains`,
+    /// `contained_in` or `similar`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "OneOf<MatchType>")]
+    pub match_type: Option<OneOf<MatchType>>,
+    /// With `merged_into_existing`: the lesson's recurrences so far, this one included (1 or
+    /// more).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64", range(min = 1))]
+    pub recurrences: Option<u64>,
 }
 
 /// Why a lesson was not logged.
@@ -80,7 +96,7 @@ pub struct ExistingLesson {
 }
 
 /// The answer of `log_lesson_learned`.
-pub type LogAnswer = Reply<Logged, Failure<LogCode, ExistingLesson>>;
+pub type LogAnswer = Reply<LoggedOut, Failure<LogCode, ExistingLesson>>;
 
 impl ToolDef for LogLessonLearned {
     const NAME: &'static str = "log_lesson_learned";
@@ -88,8 +104,8 @@ impl ToolDef for LogLessonLearned {
     fn description() -> String {
         String::from(
             "Once you know why a strategy failed on a task, record it, so no agent tries it on \
-             that task again: check_strategy_blacklist then blocks it and close rewordings. The \
-             same strategy twice answers LESSON_ALREADY_EXISTS with its lesson_id.",
+             that task again: check_strategy_blacklist then blocks it and close rewordings. \
+             Repeats name its lesson_id: LESSON_ALREADY_EXISTS, or merged if reworded.",
         )
     }
     const ANNOTATIONS: Annotations = Annotations {
@@ -130,11 +146,25 @@ impl WriteTool for LogLessonLearned {
         )
         .map_err(|e| ToolError::invalid(e.to_string()))?;
         match crate::ops::lessons::log(ctx.db, ctx.semantic, &lesson, ctx.now)? {
-            Inserted::New(l) => Ok(Reply::done(Logged {
+            Logged::New(l) => Ok(Reply::done(LoggedOut {
                 success: Flag,
                 lesson_id: WireUuid(l.id),
+                merged_into_existing: None,
+                match_type: None,
+                recurrences: None,
             })),
-            Inserted::Exists(existing) => {
+            Logged::Recurred {
+                lesson,
+                recurrence,
+                recurrences,
+            } => Ok(Reply::done(LoggedOut {
+                success: Flag,
+                lesson_id: WireUuid(lesson.id),
+                merged_into_existing: Some(Flag),
+                match_type: Some(OneOf(recurrence.match_type)),
+                recurrences: Some(recurrences),
+            })),
+            Logged::Exists(existing) => {
                 let e = LessonError::AlreadyExists {
                     existing: existing.id,
                 };

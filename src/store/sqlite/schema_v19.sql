@@ -1,5 +1,5 @@
--- The schema of a new database at user_version 18, one statement per object, as SQLite stores it
--- after migrations 1-18 (store/sqlite/create.rs; the unit test there proves it). Never edit: a change
+-- The schema of a new database at user_version 19, one statement per object, as SQLite stores it
+-- after migrations 1-19 (store/sqlite/create.rs; the unit test there proves it). Never edit: a change
 -- to the schema is a new migration, which new files run after this.
 CREATE TABLE meta_state (
     id                  INTEGER PRIMARY KEY CHECK (id = 1),
@@ -227,6 +227,22 @@ CREATE TABLE attempts (
 ) STRICT;
 CREATE INDEX attempts_open ON attempts (project, lesson_id, created_us);
 CREATE INDEX attempts_session ON attempts (project, session_id);
+CREATE TABLE lesson_recurrences (
+    seq                   INTEGER PRIMARY KEY,
+    id                    TEXT    NOT NULL UNIQUE,
+    project               TEXT    NOT NULL,
+    lesson_id             TEXT    NOT NULL,
+    task_id               TEXT    NOT NULL,
+    strategy_description  TEXT    NOT NULL,
+    rca_summary           TEXT    NOT NULL,
+    failure_type          TEXT    NOT NULL,
+    source_agent          TEXT    NOT NULL,
+    match_type            TEXT    NOT NULL
+        CHECK (match_type IN ('contains', 'contained_in', 'similar')),
+    score                 REAL    NOT NULL CHECK (score BETWEEN 0.0 AND 1.0),
+    recorded_us           INTEGER NOT NULL
+) STRICT;
+CREATE INDEX lesson_recurrences_lesson ON lesson_recurrences (project, lesson_id, seq);
 CREATE TABLE check_predictions (
     seq          INTEGER PRIMARY KEY,
     id           TEXT    NOT NULL UNIQUE,
