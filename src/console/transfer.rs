@@ -17,7 +17,10 @@
 //! ([`crate::store::beliefs::merge`]). The λ state is not imported: λ on the target is learned
 //! from the target's own predictions (a `backup` moves a whole database instead). Recorded
 //! predictions, vertices and open predictions are not exported (they are per-machine working
-//! state that the target rebuilds from its own traffic).
+//! state that the target rebuilds from its own traffic), nor are blacklist checks kept as
+//! predictions and the lessons and beliefs sources' temperatures (issue 31), for the same reason
+//! as λ: the target calibrates from its own outcomes. Resolved beliefs travel with the beliefs,
+//! so the beliefs source is whole on the target.
 
 use std::collections::{BTreeMap, HashSet};
 use std::io::{BufRead, Read};

@@ -37,7 +37,7 @@ mod tests {
     use super::*;
     use crate::service::lessons::{NewLesson, TaskKey, search_terms};
     use crate::store::pg::testing::both_backends;
-    use crate::store::{Store, lessons, recurrences};
+    use crate::store::{Store, lessons, outcomes, recurrences};
     use uuid::Uuid;
 
     fn log(db: &Db<'_>, task: &str, strategy: &str) -> Result<Uuid, StoreError> {
@@ -77,6 +77,19 @@ mod tests {
                 recur(&a, left, "mock the whole database")?;
                 recur(&a, moving, "raise the timeout again")?;
                 log(&b, "t2", "pin serde to 1.0.100")?;
+                let checked = |n: u128, lesson: Uuid| outcomes::CheckPrediction {
+                    id: Uuid::from_u128(n),
+                    task_id: "t1".into(),
+                    lesson_id: lesson,
+                    strategy: "raise the deadline".into(),
+                    raw: 0.4,
+                    probability: 0.4,
+                    blacklisted: false,
+                    created_at: chrono::Utc::now(),
+                    closed: None,
+                };
+                outcomes::insert_check(&a, &checked(1, left))?;
+                outcomes::insert_check(&a, &checked(2, moving))?;
                 // The same task and strategy live once per project.
                 assert_eq!(lessons::list(&a, None, true)?.len(), 2);
                 assert_eq!(lessons::list(&b, None, true)?.len(), 2);
@@ -90,6 +103,9 @@ mod tests {
                 let moved = move_rows(db, "github.com/acme/a", "github.com/acme/b")?;
                 assert_eq!((moved.lessons, moved.lessons_left), (1, 1), "{moved:?}");
                 assert_eq!(moved.recurrences, 1, "only the moved lesson's");
+                assert_eq!(moved.checks, 1, "the check about the moved lesson");
+                assert!(outcomes::get_check(&b, Uuid::from_u128(2))?.is_some());
+                assert!(outcomes::get_check(&a, Uuid::from_u128(1))?.is_some());
                 assert_eq!(
                     recurrences::count_of(&b, moving)?,
                     1,

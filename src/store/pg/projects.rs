@@ -56,6 +56,13 @@ pub fn move_rows(pg: &Pg, from: &str, to: &str) -> Result<Moved, StoreError> {
              SELECT id FROM lessons WHERE project = $2)",
         &[&from, &to],
     )?;
+    // A check's prediction goes where the lesson it is about went (its outcome calibrates the
+    // project that holds the lesson).
+    let checks = pg.execute(
+        "UPDATE check_predictions SET project = $2 WHERE project = $1 AND lesson_id IN (
+             SELECT id FROM lessons WHERE project = $2)",
+        &[&from, &to],
+    )?;
     let directives = pg.execute(
         "UPDATE directive_history SET project = $2 WHERE project = $1",
         &[&from, &to],
@@ -72,6 +79,7 @@ pub fn move_rows(pg: &Pg, from: &str, to: &str) -> Result<Moved, StoreError> {
         lessons,
         lessons_left: left("SELECT count(*) FROM lessons WHERE project = $1")?,
         recurrences,
+        checks,
         directives,
         beliefs,
         beliefs_left: left("SELECT count(*) FROM beliefs WHERE project = $1")?,

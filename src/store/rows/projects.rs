@@ -26,6 +26,9 @@ pub struct Moved {
     pub lessons_left: u64,
     /// Recurrences moved: those of the lessons moved (a lesson left keeps its own).
     pub recurrences: u64,
+    /// Blacklist checks (predictions) moved: those about the lessons moved. The source
+    /// project's fitted temperatures stay (each project calibrates its own outcomes).
+    pub checks: u64,
     /// Directive-history entries moved (all of them).
     pub directives: u64,
     /// Beliefs moved.

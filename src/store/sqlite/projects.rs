@@ -45,6 +45,13 @@ pub(crate) fn move_rows(conn: &Connection, from: &str, to: &str) -> Result<Moved
              SELECT id FROM lessons WHERE project = ?2)",
         params![from, to],
     )?;
+    // A check's prediction goes where the lesson it is about went (its outcome calibrates the
+    // project that holds the lesson).
+    let checks = conn.execute(
+        "UPDATE check_predictions SET project = ?2 WHERE project = ?1 AND lesson_id IN (
+             SELECT id FROM lessons WHERE project = ?2)",
+        params![from, to],
+    )?;
     let directives = conn.execute(
         "UPDATE directive_history SET project = ?2 WHERE project = ?1",
         params![from, to],
@@ -66,6 +73,7 @@ pub(crate) fn move_rows(conn: &Connection, from: &str, to: &str) -> Result<Moved
         lessons: lessons as u64,
         lessons_left: left("lessons")?,
         recurrences: recurrences as u64,
+        checks: checks as u64,
         directives: directives as u64,
         beliefs: beliefs as u64,
         beliefs_left: left("beliefs")?,
