@@ -683,8 +683,8 @@ fn the_report_is_one_page_of_plots_that_chromium_renders_without_errors() {
     );
     assert_eq!(
         r.dom.matches("<svg").count(),
-        9,
-        "plots in the rendered DOM"
+        10,
+        "plots in the rendered DOM (the page's 10, the beliefs' reliability diagram included)"
     );
     assert!(
         r.dom.matches("<text").count() > 100,

@@ -262,6 +262,18 @@ fn a_lesson_logged_after_a_check_closes_it_as_a_repeat(backend: Backend) {
     );
     assert!(msg.contains("unknown"), "{msg}");
     assert_eq!(metrics(&mut other, "lessons")["observation_count"], 0);
+    // A server without record_prediction (the plugin's profile) states the probability but
+    // gives no id the model could not use; a lesson logged later still closes the check.
+    let mut plugin = Server::start_with(&s.db.clone(), &["--tools", "lessons,epistemic"], |_| {});
+    plugin.initialize("2025-06-18");
+    let tried = "Stub the tax service in the checkout tests";
+    let r = check(&mut plugin, task, tried);
+    assert!(
+        r["probability"].is_number() && r.get("prediction_id").is_none(),
+        "{r}"
+    );
+    log(&mut plugin, task, tried);
+    assert_eq!(metrics(&mut s, "lessons")["observation_count"], 2);
 }
 
 fn resolved_hypotheses_are_the_beliefs_source(backend: Backend) {
@@ -371,6 +383,22 @@ fn a_source_that_stays_miscalibrated_escalates(backend: Backend) {
     let lessons = &status["sources"][0];
     assert_eq!(lessons["source"], "lessons");
     assert!(lessons["escalation"].is_null(), "{status}");
+    let esc = console_json(&s.db, &["escalations", "--json"]);
+    assert_eq!(esc["sources"][0]["source"], "beliefs", "{esc}");
+    assert_eq!(esc["sources"][0]["advice"], advice, "{esc}");
+    let ts = s.tool_ok("get_threshold_status", json!({}));
+    let b = &ts["sources"][1];
+    assert_eq!(
+        (&b["source"], &b["outcomes"]),
+        (&json!("beliefs"), &json!(20)),
+        "{ts}"
+    );
+    assert_eq!(b["escalation"], advice, "{ts}");
+    assert_eq!(
+        b["temperature"], 4.0,
+        "the fit ends at the range's top: {ts}"
+    );
+    assert!(ts["sources"][0]["escalation"].is_null(), "{ts}");
     let directives = console_json(&s.db, &["directives", "--json"]);
     let text = directives.to_string();
     assert!(

@@ -9,6 +9,7 @@ use super::out::{Out, Paint, safe, when};
 use super::{ActorArg, ConsoleError, rationale};
 use crate::service::CachedFamily;
 use crate::service::meta::{EscalationStatus, Event, EventType, ResetScope};
+use crate::service::outcomes::Source;
 use crate::store::directives::{self, Directive, InterventionType};
 use crate::store::meta::{self as meta_store, EventQuery};
 use crate::tools::App;
@@ -77,6 +78,9 @@ struct Pending {
     since: Option<chrono::DateTime<chrono::Utc>>,
     events: Vec<Event>,
     directives: Vec<Directive>,
+    /// The calibration sources of the project's own outcomes that stay miscalibrated after
+    /// recalibration (issue 31), with what a person should look at.
+    sources: Vec<(&'static str, String)>,
 }
 
 /// The kinds of event that make up an escalation.
@@ -131,7 +135,15 @@ fn pending(app: &App) -> Result<Pending, ConsoleError> {
                     && since.is_none_or(|s| d.created_at >= s)
             })
             .collect();
+        let mut sources = Vec::new();
+        for source in [Source::Lessons, Source::Beliefs] {
+            let a = crate::ops::outcomes::assess(ctx.db, source, None)?;
+            if let Some(advice) = crate::ops::outcomes::pending_escalation(ctx.db, &a)? {
+                sources.push((source.as_str(), advice));
+            }
+        }
         Ok(Pending {
+            sources,
             status: m.escalation_status(),
             consecutive_low: m.consecutive_low,
             bayesian_failures: m.bayesian_failures,
@@ -172,6 +184,9 @@ fn show(app: &App, json: bool, out: &mut Out) -> Result<(), ConsoleError> {
             "since_last_ack": p.since.map(|t| t.to_rfc3339()),
             "events": events,
             "directives": directives,
+            "sources": p.sources.iter().map(|(source, advice)| serde_json::json!({
+                "source": source, "advice": advice,
+            })).collect::<Vec<_>>(),
         }));
     }
     let (paint, what) = match p.status {
@@ -214,6 +229,10 @@ fn show(app: &App, json: bool, out: &mut Out) -> Result<(), ConsoleError> {
             ]);
         }
         out.print_table(&t)?;
+    }
+    for (source, advice) in &p.sources {
+        let label = out.paint(Paint::Bad, "escalated");
+        out.field("Calibration", &format!("{label} ({source}): {advice}"))?;
     }
     if !p.directives.is_empty() {
         out.field("Directives", "")?;

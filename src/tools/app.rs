@@ -424,6 +424,7 @@ impl App {
                     now: now_us(),
                     db_path: &self.db_path,
                     semantic: &self.semantic,
+                    closes_predictions: self.profile.includes(ToolFamily::MetaLearning),
                 };
                 f(&mut ctx)?
             };

@@ -118,6 +118,10 @@ pub struct WriteCtx<'a> {
     pub db_path: &'a str,
     /// The embedding matcher (off without a model).
     pub semantic: &'a Semantic,
+    /// Whether this server publishes `record_prediction` (its profile includes the
+    /// meta-learning family): a check gives its `prediction_id` only when the caller can close
+    /// it.
+    pub closes_predictions: bool,
 }
 
 /// Examples larger than this, in bytes of JSON (2 KiB), are kept out of `tools/list` (see

@@ -14,6 +14,7 @@ use crate::service::atc::bandit::ThompsonBandit;
 use crate::service::atc::metrics::CalibrationStatus;
 use crate::service::atc::status::{EmbedderStatus, ThresholdEntry, ThresholdStatus};
 use crate::service::atc::thresholds::ThresholdName;
+use crate::service::outcomes::Source;
 use crate::service::vocab::{Domain, EMBEDDER_NAMES};
 use crate::tools::wire::{OneOf, Timestamp, Validate};
 use crate::tools::{Annotations, Answer, ReadCtx, ReadTool, ToolDef, ToolError};
@@ -57,6 +58,28 @@ pub struct StatusAnswer {
     /// Whether threshold optimisation (level 4) is due: enough observations, and calibration
     /// Poor or worse, or a week since the last run.
     pub should_optimize_level4: bool,
+    /// This project's own judgements as calibration sources: `lessons` (closed blacklist
+    /// checks) and `beliefs` (resolved hypotheses), whatever the domain.
+    pub sources: Vec<SourceStatusOut>,
+}
+
+/// One source of the project's own outcomes.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SourceStatusOut {
+    /// `lessons` or `beliefs`.
+    pub source: OneOf<Source>,
+    /// Resolved outcomes kept.
+    pub outcomes: usize,
+    /// The source's temperature (1 until level 2 fits one).
+    pub temperature: f64,
+    /// Status band of its calibrated ECE; null without outcomes.
+    pub calibration_status: Option<OneOf<CalibrationStatus>>,
+    /// Level 1: EWMA of calibrated confidence − outcome (0 is calibrated).
+    pub drift_ewma: f64,
+    /// Level 1: |EWMA| / σ.
+    pub drift_score: f64,
+    /// When the source stays miscalibrated after recalibration: what a person should look at.
+    pub escalation: Option<String>,
 }
 
 /// One threshold: its value, default and valid range.
@@ -195,6 +218,7 @@ impl From<&ThresholdStatus> for StatusAnswer {
             calibration_status: s.calibration_status.map(OneOf),
             last_level4_run: s.last_level4_run.map(Timestamp),
             should_optimize_level4: s.should_optimize_level4,
+            sources: Vec::new(),
         }
     }
 }
@@ -227,6 +251,20 @@ impl ReadTool for GetThresholdStatus {
         let domain = input.domain.map_or(Domain::General, |d| d.get().0);
         let embedder = input.embedder_id.map(|e| e.get() as u8);
         let status = ctx.svc.atc.threshold_status(domain, embedder, ctx.now);
-        Ok(Answer::ok((&status).into()))
+        let mut out = StatusAnswer::from(&status);
+        for source in [Source::Lessons, Source::Beliefs] {
+            let a = crate::ops::outcomes::assess(ctx.db, source, None)?;
+            let escalation = crate::ops::outcomes::pending_escalation(ctx.db, &a)?;
+            out.sources.push(SourceStatusOut {
+                source: OneOf(source),
+                outcomes: a.outcomes.len(),
+                temperature: a.temperature,
+                calibration_status: a.status.map(OneOf),
+                drift_ewma: a.drift.ewma,
+                drift_score: a.drift.score,
+                escalation,
+            });
+        }
+        Ok(Answer::ok(out))
     }
 }

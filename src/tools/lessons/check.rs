@@ -66,8 +66,9 @@ pub struct Checked {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(with = "f64", range(min = 0, max = 1))]
     pub probability: Option<f64>,
-    /// With probability: close it once you know, with record_prediction {prediction_id,
-    /// actual: 1 if your strategy turned out to be the failed approach again, else 0}.
+    /// With probability, where record_prediction is served: close it once you know, with
+    /// record_prediction {prediction_id, actual: 1 if your strategy turned out to be the
+    /// failed approach again, else 0}.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(with = "WireUuid")]
     pub prediction_id: Option<WireUuid>,
@@ -229,7 +230,9 @@ impl WriteTool for CheckStrategyBlacklist {
         .map_err(|e| ToolError::Internal(e.to_string()))?;
         let id = ops::record_prediction(ctx.db, &verdict, task_id, strategy, ctx.now)?;
         let mut checked = Checked::from(verdict);
-        checked.prediction_id = id.map(WireUuid);
+        // Recorded either way (a lesson logged for the strategy closes it); the id only where
+        // the caller has record_prediction to close it with.
+        checked.prediction_id = id.filter(|_| ctx.closes_predictions).map(WireUuid);
         Ok(Reply::done(checked))
     }
 }
