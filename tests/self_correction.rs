@@ -194,6 +194,7 @@ fn checks_are_predictions_that_outcomes_recalibrate(backend: Backend) {
         json!({"level": 2, "source": "lessons", "dry_run": true}),
     );
     assert_eq!(dry["recalibration"]["temperature_after"], 1.0, "{dry}");
+    let would = dry["recalibration"]["temperature_fitted"].as_f64().unwrap();
     let run = s.tool_ok(
         "trigger_recalibration",
         json!({"level": 2, "source": "lessons"}),
@@ -202,6 +203,7 @@ fn checks_are_predictions_that_outcomes_recalibrate(backend: Backend) {
     assert_eq!(run["recalibration"]["action"], "recalibrated", "{run}");
     assert_eq!(run["metrics_scope"], "source", "{run}");
     let t = run["recalibration"]["temperature_after"].as_f64().unwrap();
+    assert_eq!(t, would, "the dry run fitted what the run applied");
     assert!((t - 1.0).abs() > 0.01, "{run}");
     let r = check(&mut s, &task, &proposal);
     assert_eq!(r["matcher"]["temperature"].as_f64().unwrap(), t, "{r}");

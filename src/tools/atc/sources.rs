@@ -94,6 +94,9 @@ pub struct SourceDetail {
     pub temperature_before: f64,
     /// The temperature after (equal to before for level 1 and a dry run).
     pub temperature_after: f64,
+    /// Level 2: the temperature the fit found (applied unless dry run); null when nothing was
+    /// fitted.
+    pub temperature_fitted: Option<f64>,
     /// Level 2: which bound the fit ended at (`lower`, `upper`); null inside the range or
     /// when nothing was fitted.
     pub at_bound: Option<&'static str>,
@@ -115,6 +118,7 @@ impl SourceRun {
                 Some((t, _)) if !dry_run => t,
                 _ => b.temperature,
             },
+            temperature_fitted: self.fitted.map(|(t, _)| t),
             at_bound: self.fitted.and_then(|(_, bound)| bound).map(<&str>::from),
             drift_ewma: b.drift.ewma,
             drift_score: b.drift.score,
