@@ -234,7 +234,7 @@ mod tests {
                 assert!(get_check(&db.scoped("b"), Uuid::from_u128(1))?.is_none());
                 let later = now + Duration::seconds(5);
                 let closed = close_check(&a, Uuid::from_u128(3), false, ClosedBy::Agent, later)?;
-                assert_eq!(closed.unwrap().outcome().unwrap().correct, false);
+                assert!(!closed.unwrap().outcome().unwrap().correct);
                 assert_eq!(
                     close_check(&a, Uuid::from_u128(3), true, ClosedBy::Agent, later)?,
                     Err(CloseCheckError::AlreadyClosed(ClosedBy::Agent))
