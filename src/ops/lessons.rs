@@ -510,8 +510,21 @@ pub fn check(
         }
     };
     matcher.temperature = temperature;
+    // Every lesson the verdict shows, read at once.
+    let shown: Vec<i64> = decision
+        .blocked
+        .iter()
+        .map(|(i, _)| *i)
+        .chain(decision.best.map(|(i, _)| i))
+        .chain(decision.top.map(|(i, _)| i))
+        .chain(decision.near_misses.iter().map(|nm| nm.index))
+        .map(|i| candidates[i].seq)
+        .collect();
+    let read = lesson_store::get_by_seqs(db, &shown)?;
     let lesson = |i: usize| -> Result<Lesson, CheckError> {
-        lesson_store::get_by_seq(db, candidates[i].seq)?.ok_or(CheckError::Vanished)
+        read.get(&candidates[i].seq)
+            .cloned()
+            .ok_or(CheckError::Vanished)
     };
     let mut out = verdict(decision, lesson, temperature)?;
     out.matcher = matcher;

@@ -136,24 +136,35 @@ fn reliability(d: &ReportData) -> Result<Vec<String>, String> {
             d.atc.temperature(e.id()),
             raw.count
         );
-        let names = [
-            format!("raw · ECE {:.3}", raw.ece),
-            format!("temperature-calibrated · ECE {:.3}", cal.ece),
-        ];
-        let counts: Vec<(f64, f64, usize)> = raw
-            .bins
-            .iter()
-            .map(|b| (b.lower, b.upper, b.count))
-            .collect();
-        out.push(plots::reliability(
-            &title,
-            [&names[0], &names[1]],
-            &bins_of(&raw),
-            &bins_of(&cal),
-            &counts,
-        )?);
+        out.push(diagram(&title, "raw", &raw, &cal)?);
     }
     Ok(out)
+}
+
+/// One reliability diagram: `raw` (labelled `raw_name`) and `cal` (temperature-calibrated)
+/// accuracy against confidence, with the bin counts of `raw`.
+fn diagram(
+    title: &str,
+    raw_name: &str,
+    raw: &CalibrationMetrics,
+    cal: &CalibrationMetrics,
+) -> Result<String, String> {
+    let names = [
+        format!("{raw_name} · ECE {:.3}", raw.ece),
+        format!("temperature-calibrated · ECE {:.3}", cal.ece),
+    ];
+    let counts: Vec<(f64, f64, usize)> = raw
+        .bins
+        .iter()
+        .map(|b| (b.lower, b.upper, b.count))
+        .collect();
+    plots::reliability(
+        title,
+        [&names[0], &names[1]],
+        &bins_of(raw),
+        &bins_of(cal),
+        &counts,
+    )
 }
 
 /// The reliability diagrams of the project's own judgements, one per source with outcomes:
@@ -170,22 +181,7 @@ fn source_reliability(d: &ReportData) -> Result<Vec<String>, String> {
             _ => "beliefs",
         };
         let title = format!("{what} · T = {:.2} · n = {}", a.temperature, raw.count);
-        let names = [
-            format!("as stated · ECE {:.3}", raw.ece),
-            format!("temperature-calibrated · ECE {:.3}", cal.ece),
-        ];
-        let counts: Vec<(f64, f64, usize)> = raw
-            .bins
-            .iter()
-            .map(|b| (b.lower, b.upper, b.count))
-            .collect();
-        out.push(plots::reliability(
-            &title,
-            [&names[0], &names[1]],
-            &bins_of(raw),
-            &bins_of(cal),
-            &counts,
-        )?);
+        out.push(diagram(&title, "as stated", raw, cal)?);
     }
     Ok(out)
 }

@@ -222,6 +222,27 @@ pub fn get_by_seq(pg: &Pg, project: &str, seq: i64) -> Result<Option<Lesson>, St
     )?)
 }
 
+/// PostgreSQL twin of [`crate::store::lessons::get_by_seqs`]: one query.
+///
+/// # Errors
+/// As [`insert`].
+pub fn get_by_seqs(pg: &Pg, project: &str, seqs: &[i64]) -> Result<Vec<(i64, Lesson)>, StoreError> {
+    let rows = pg.query(
+        "SELECT id, task_id, strategy_description, normalised_strategy, rca_summary,
+                failure_type, source_agent, is_active, created_us, seq
+         FROM lessons WHERE seq = ANY($1) AND project = $2",
+        &[&seqs.to_vec(), &project],
+    )?;
+    rows.iter()
+        .map(|r| {
+            Ok((
+                super::get::<i64>(r, 9)?,
+                lesson_from_raw(RawLesson::read(r)?)?,
+            ))
+        })
+        .collect()
+}
+
 /// PostgreSQL twin of [`crate::store::lessons::set_active`].
 ///
 /// # Errors
