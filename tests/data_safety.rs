@@ -126,6 +126,12 @@ fn damage_met_while_serving_stops_every_write() {
     with_directives(&db, 3000);
     let mut s = Server::start_at(&db, &[]);
     s.ready();
+    let logged = s.tool_ok(
+        "log_lesson_learned",
+        json!({"task_id": "T-1", "strategy_description": "Pin the HTTP client to version 2",
+               "rca_summary": "the bug is in the server", "failure_type": "LOGIC_ERROR",
+               "source_agent": "test"}),
+    );
 
     // Damage a page header under the running server (found by any read of the page), then
     // commit a harmless change from another connection: the server drops its page cache and
@@ -178,8 +184,24 @@ fn damage_met_while_serving_stops_every_write() {
             .contains("is damaged"),
         "{r}"
     );
+    // The blacklist check would record its prediction, a write: refused, but the agent still
+    // gets the verdict (read from pages that are intact), without a prediction_id.
+    let r = s.tool_ok(
+        "check_strategy_blacklist",
+        json!({"task_id": "T-1", "strategy": "Pin the HTTP client to version 2"}),
+    );
+    assert_eq!(r["blacklisted"], true, "{r}");
+    assert_eq!(r["lesson"]["id"], logged["lesson_id"], "{r}");
+    assert!(
+        r["probability"].is_number() && r.get("prediction_id").is_none(),
+        "{r}"
+    );
     let (status, _, stderr) = s.finish();
     assert!(status.success(), "{stderr}");
+    assert!(
+        stderr.contains("answered without recording its prediction"),
+        "{stderr}"
+    );
     assert!(
         std::fs::read(&db).unwrap() == main_before,
         "the damaged file was written"

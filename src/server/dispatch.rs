@@ -102,6 +102,20 @@ pub(super) fn cancel_target(decoded: &Decoded) -> Option<String> {
     }
 }
 
+/// Whether `decoded` is one `tools/call` of a write tool that can answer as a read when its
+/// write cannot be committed ([`crate::tools::Tool::read_fallback`]).
+pub(super) fn read_fallback(decoded: &Decoded) -> bool {
+    let Decoded::Single(Incoming::Request(r)) = decoded else {
+        return false;
+    };
+    r.method == "tools/call"
+        && r.params
+            .get("name")
+            .and_then(Value::as_str)
+            .and_then(crate::tools::find)
+            .is_some_and(|t| t.read_fallback.is_some())
+}
+
 /// [`answer_line`], with a panic in a handler caught and answered `-32603` under `id`.
 pub(super) fn answer_caught(app: &App, decoded: Decoded, id: &Id) -> Option<Vec<u8>> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| answer_line(app, decoded)))

@@ -31,6 +31,9 @@ pub(super) type Deliver = Box<dyn FnOnce(Option<Vec<u8>>, bool) + Send>;
 /// commit with, and where the answer goes.
 struct WriteJob {
     run: Run,
+    /// The answer when the group's commit fails, for a tool that can answer as a read
+    /// ([`crate::tools::Tool::read_fallback`]); `None`: the commit's error.
+    fallback: Option<Run>,
     id: Id,
     deliver: Deliver,
     /// Signalled once the answer is delivered.
@@ -48,12 +51,14 @@ impl WriteQueue {
     pub(super) fn submit(
         &self,
         run: Run,
+        fallback: Option<Run>,
         id: Id,
         deliver: Deliver,
     ) -> Option<oneshot::Receiver<()>> {
         let (delivered, delivery) = oneshot::channel();
         let job = WriteJob {
             run,
+            fallback,
             id,
             deliver,
             delivered,
@@ -105,16 +110,23 @@ fn write_executor(app: Arc<App>, jobs: std_mpsc::Receiver<WriteJob>, budget: &Bu
         }
         let mut runs = Vec::with_capacity(group.len());
         let mut waiting = Vec::with_capacity(group.len());
+        let mut fallbacks = Vec::with_capacity(group.len());
         for job in group {
             runs.push(job.run);
+            fallbacks.push(job.fallback);
             waiting.push((job.id, job.deliver, job.delivered));
         }
         let answers = app.write_batch(|| runs.into_iter().map(|run| run()).collect::<Vec<_>>());
         let answers: Vec<Option<Vec<u8>>> = match answers {
             Ok(answers) => answers,
+            // Nothing of the group was kept; a request that can answer as a read still does.
             Err(e) => waiting
                 .iter()
-                .map(|(id, _, _)| Some(dispatch::error_line(id, &e)))
+                .zip(fallbacks)
+                .map(|((id, _, _), fallback)| match fallback {
+                    Some(read) => read(),
+                    None => Some(dispatch::error_line(id, &e)),
+                })
                 .collect(),
         };
         // A lone write's answer goes straight out; a group's answers go to the writer thread,

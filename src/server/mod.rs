@@ -322,14 +322,27 @@ impl<W: Write + Send + 'static> Task<W> {
             None
         } else {
             let panic_id = id.clone().unwrap_or(Id::Null);
+            // A check that cannot record its prediction still answers its verdict.
+            let fallback: Option<executor::Run> = dispatch::read_fallback(&decoded).then(|| {
+                let (app, decoded, panic_id) = (app.clone(), decoded.clone(), panic_id.clone());
+                Box::new(move || {
+                    crate::tools::with_read_fallback(|| {
+                        dispatch::answer_caught(&app, decoded, &panic_id)
+                    })
+                }) as executor::Run
+            });
             let answer = move || dispatch::answer_caught(&app, decoded, &panic_id);
             if access == Access::Write {
                 // Writes may hold the store for long (a 10,000-observation ingest, a Bayesian
                 // run) and are committed in groups: they go to the write executor's thread,
                 // which sends the answer itself.
                 let deliver = deliver_unless_cancelled(out.clone(), cancelled.clone());
-                let delivery =
-                    writes.submit(Box::new(answer), id.clone().unwrap_or(Id::Null), deliver);
+                let delivery = writes.submit(
+                    Box::new(answer),
+                    fallback,
+                    id.clone().unwrap_or(Id::Null),
+                    deliver,
+                );
                 admission.queued();
                 if let Some(delivery) = delivery {
                     let _ = delivery.await;

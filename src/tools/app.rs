@@ -332,6 +332,11 @@ impl App {
         // (or nothing) with a message.
         let mut reply = match tool.handler {
             Handler::Read(f) => self.run_read(f, arguments),
+            Handler::Write(_, _)
+                if let Some(read) = tool.read_fallback.filter(|_| super::reading_fallback()) =>
+            {
+                self.run_read(read, arguments)
+            }
             Handler::Write(f, families) => self.run_write(f, families, arguments),
         }
         .map_err(failed)?;

@@ -351,6 +351,33 @@ pub struct Tool {
     pub example: fn() -> Value,
     /// Work before the transaction ([`ToolDef::prepare`]).
     pub prepare: fn(&Semantic, &Value),
+    /// For a write tool whose answer matters more than what it records (the blacklist check
+    /// records its prediction): the same tool as a read, answered when the write cannot be
+    /// committed (writes stopped on a damaged file, a full disk), see [`with_read_fallback`].
+    pub read_fallback: Option<fn(&ReadCtx<'_>, &Value) -> ToolResult>,
+}
+
+thread_local! {
+    static READ_FALLBACK: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Run `f` with the write tools that have a [`Tool::read_fallback`] answered by it: the write
+/// executor calls this for such a tool's request when the group commit that held it failed, so
+/// that the answer (the verdict of a check) still goes out, without what it would have recorded.
+pub fn with_read_fallback<T>(f: impl FnOnce() -> T) -> T {
+    struct Reset(bool);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            READ_FALLBACK.with(|c| c.set(self.0));
+        }
+    }
+    let _reset = Reset(READ_FALLBACK.with(|c| c.replace(true)));
+    f()
+}
+
+/// Whether this thread is inside [`with_read_fallback`].
+pub(crate) fn reading_fallback() -> bool {
+    READ_FALLBACK.with(std::cell::Cell::get)
 }
 
 impl Tool {
@@ -367,6 +394,7 @@ impl Tool {
             handler: Handler::Read(read_handler::<T>),
             example: T::example,
             prepare: T::prepare,
+            read_fallback: None,
         }
     }
 
@@ -383,7 +411,16 @@ impl Tool {
             handler: Handler::Write(write_handler::<T>, T::FAMILIES),
             example: T::example,
             prepare: T::prepare,
+            read_fallback: None,
         }
+    }
+
+    /// The registry entry of a write tool that can also answer as a read (its
+    /// [`ReadTool::run`]) when its write cannot be committed ([`Tool::read_fallback`]).
+    pub const fn write_or_read<T: WriteTool + ReadTool>() -> Tool {
+        let mut tool = Tool::write::<T>();
+        tool.read_fallback = Some(read_handler::<T>);
+        tool
     }
 
     /// Whether the tool writes.

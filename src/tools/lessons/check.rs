@@ -11,7 +11,9 @@ use crate::semantic::Semantic;
 use crate::service::CachedFamily;
 use crate::service::lessons::{MAX_ID_CHARS, MAX_STRATEGY_CHARS, MatchType};
 use crate::tools::wire::{NonBlank, OneOf, Text, Validate, WireUuid};
-use crate::tools::{Annotations, Answer, ToolDef, ToolError, WriteCtx, WriteTool};
+use crate::tools::{
+    Annotations, Answer, ReadCtx, ReadTool, ToolDef, ToolError, WriteCtx, WriteTool,
+};
 
 /// The related lessons' cosine floor, where the blacklist evaluation reads it.
 pub use crate::ops::lessons::RELATED_MIN_SCORE;
@@ -234,6 +236,23 @@ impl WriteTool for CheckStrategyBlacklist {
         // the caller has record_prediction to close it with.
         checked.prediction_id = id.filter(|_| ctx.closes_predictions).map(WireUuid);
         Ok(Reply::done(checked))
+    }
+}
+
+/// The check when its prediction cannot be recorded (the write was refused: writes stopped on
+/// a damaged file, a full disk): the same verdict and probability, without a `prediction_id`.
+impl ReadTool for CheckStrategyBlacklist {
+    fn run(ctx: &ReadCtx<'_>, input: CheckInput) -> Result<Answer<CheckAnswer>, ToolError> {
+        let verdict = ops::check(
+            ctx.db,
+            ctx.semantic,
+            input.task_id.as_str(),
+            &input.strategy.0,
+            input.include_related == Some(true),
+        )
+        .map_err(|e| ToolError::Internal(e.to_string()))?;
+        tracing::warn!("a blacklist check was answered without recording its prediction");
+        Ok(Reply::done(Checked::from(verdict)))
     }
 }
 

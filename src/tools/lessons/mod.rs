@@ -33,7 +33,7 @@ pub use shapes::{DirectiveOut, Flag, LessonOut};
 /// lesson that `log_lesson_learned`'s example creates, so it comes after it.
 pub const TOOLS: &[Tool] = &[
     write::<log::LogLessonLearned>(),
-    write::<check::CheckStrategyBlacklist>(),
+    Tool::write_or_read::<check::CheckStrategyBlacklist>(),
     read::<history::ListDirectiveHistory>(),
     write::<record::RecordDirective>(),
     write::<set_active::SetLessonActive>(),
