@@ -330,14 +330,10 @@ impl App {
         (tool.prepare)(&self.semantic, arguments);
         // The handler reads `arguments` with wire::parse, which refuses anything but an object
         // (or nothing) with a message.
-        let mut reply = match tool.handler {
-            Handler::Read(f) => self.run_read(f, arguments),
-            Handler::Write(_, _)
-                if let Some(read) = tool.read_fallback.filter(|_| super::reading_fallback()) =>
-            {
-                self.run_read(read, arguments)
-            }
-            Handler::Write(f, families) => self.run_write(f, families, arguments),
+        let fallback = tool.read_fallback.filter(|_| super::reading_fallback());
+        let mut reply = match (tool.handler, fallback) {
+            (Handler::Read(f), _) | (Handler::Write(..), Some(f)) => self.run_read(f, arguments),
+            (Handler::Write(f, families), None) => self.run_write(f, families, arguments),
         }
         .map_err(failed)?;
         reply.redacted = redacted;
