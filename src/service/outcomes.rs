@@ -20,7 +20,7 @@ use super::atc::state::MetricsPair;
 use super::atc::temperature::{
     self, MATERIAL_CHANGE_FACTOR, TemperatureFit, TemperatureRange, signed_logit,
 };
-use crate::service::epistemic::{ActionType, Belief, BeliefStatus};
+use crate::service::epistemic::{ActionType, Belief, BeliefStatus, WorkspaceSummary};
 
 /// Where calibration outcomes come from.
 #[derive(
@@ -159,6 +159,20 @@ pub fn fit(outcomes: &[Outcome]) -> TemperatureFit {
     let samples: Vec<(f64, bool)> = outcomes.iter().map(|o| (o.raw, o.correct)).collect();
     temperature::fit_temperature(&samples, TEMPERATURE_RANGE)
         .expect("outcomes hold confidences in [0, 1] and the range is valid")
+}
+
+/// How many beliefs of a workspace are resolved (verified, denied or retracted), from the
+/// status counts alone: the length of [`belief_outcomes`] for beliefs made through the tools
+/// (each has the `hypothesize` or `assert` that stated its confidence).
+pub fn resolved_beliefs(summary: &WorkspaceSummary) -> u64 {
+    [
+        BeliefStatus::Verified,
+        BeliefStatus::Denied,
+        BeliefStatus::Retracted,
+    ]
+    .into_iter()
+    .map(|s| summary.count(s))
+    .sum()
 }
 
 /// The outcomes of resolved beliefs, oldest resolution first: a belief is resolved when it is

@@ -386,7 +386,7 @@ impl WriteTool for EpistemicAction {
             Err(e) => return Ok(Answer::failed(ActionAnswer::not_found(req, &e, &summary))),
         };
         let calibrated_confidence = match &result.belief {
-            Some(b) => calibrated_confidence(ctx, req.action, b.confidence)?,
+            Some(b) => calibrated_confidence(ctx, req.action, b.confidence, &summary)?,
             None => None,
         };
         let query_result = (req.action == ActionType::Query).then(|| {
@@ -417,23 +417,27 @@ impl WriteTool for EpistemicAction {
 /// The calibrated `confidence` when the project has at least
 /// [`outcomes::MIN_CALIBRATION_OUTCOMES`] resolved beliefs, else `None`. An action that may
 /// resolve a belief (`verify`, `retract`) first refits the beliefs temperature when a refit
-/// would move it by more than 1 % (level 2, automatically, as outcomes arrive).
+/// would move it by more than 1 % (level 2, automatically, as outcomes arrive). The count comes
+/// from the workspace `summary` the action computed anyway; only a resolving action reads the
+/// resolved beliefs themselves.
 fn calibrated_confidence(
     ctx: &WriteCtx<'_>,
     action: ActionType,
     confidence: f64,
+    summary: &WorkspaceSummary,
 ) -> Result<Option<f64>, ToolError> {
-    let resolved = outcome_store::outcomes(ctx.db, Source::Beliefs, None)?;
-    if resolved.len() < outcomes::MIN_CALIBRATION_OUTCOMES {
+    if outcomes::resolved_beliefs(summary) < outcomes::MIN_CALIBRATION_OUTCOMES as u64 {
         return Ok(None);
     }
     let mut temperature = outcome_store::temperature(ctx.db, Source::Beliefs)?;
-    if matches!(action, ActionType::Verify | ActionType::Retract)
-        && outcomes::refit_would_move(&resolved, temperature)
-        && let TemperatureFit::Fitted(f) = outcomes::fit(&resolved)
-    {
-        temperature = f.temperature;
-        crate::ops::outcomes::refit(ctx.db, Source::Beliefs, &resolved, temperature, ctx.now)?;
+    if matches!(action, ActionType::Verify | ActionType::Retract) {
+        let resolved = outcome_store::outcomes(ctx.db, Source::Beliefs, None)?;
+        if outcomes::refit_would_move(&resolved, temperature)
+            && let TemperatureFit::Fitted(f) = outcomes::fit(&resolved)
+        {
+            temperature = f.temperature;
+            crate::ops::outcomes::refit(ctx.db, Source::Beliefs, &resolved, temperature, ctx.now)?;
+        }
     }
     Ok(Some(outcomes::calibrated(confidence, temperature)))
 }
