@@ -9,7 +9,6 @@ use super::out::{Out, Paint, safe, when};
 use super::{ActorArg, ConsoleError, rationale};
 use crate::service::CachedFamily;
 use crate::service::meta::{EscalationStatus, Event, EventType, ResetScope};
-use crate::service::outcomes::Source;
 use crate::store::directives::{self, Directive, InterventionType};
 use crate::store::meta::{self as meta_store, EventQuery};
 use crate::tools::App;
@@ -135,13 +134,10 @@ fn pending(app: &App) -> Result<Pending, ConsoleError> {
                     && since.is_none_or(|s| d.created_at >= s)
             })
             .collect();
-        let mut sources = Vec::new();
-        for source in [Source::Lessons, Source::Beliefs] {
-            let a = crate::ops::outcomes::assess(ctx.db, source, None)?;
-            if let Some(advice) = crate::ops::outcomes::pending_escalation(ctx.db, &a)? {
-                sources.push((source.as_str(), advice));
-            }
-        }
+        let sources = crate::ops::outcomes::assess_own(ctx.db)?
+            .into_iter()
+            .filter_map(|a| Some((a.source.as_str(), a.escalation()?)))
+            .collect();
         Ok(Pending {
             sources,
             status: m.escalation_status(),

@@ -7,7 +7,6 @@ use super::ConsoleError;
 use super::out::{Out, Paint, bytes, safe, when};
 use crate::service::atc::state::ObservationFilter;
 use crate::service::meta::EscalationStatus;
-use crate::service::outcomes::Source;
 use crate::service::vocab::Domain;
 use crate::store::admin::{self, Stats};
 use crate::tools::App;
@@ -189,16 +188,15 @@ pub fn gather(app: &App) -> Result<Status, ConsoleError> {
             })
             .collect();
         let mut sources = Vec::new();
-        for source in [Source::Lessons, Source::Beliefs] {
-            let a = crate::ops::outcomes::assess(ctx.db, source, None)?;
+        for a in crate::ops::outcomes::assess_own(ctx.db)? {
             sources.push(SourceCalibration {
-                source: source.as_str(),
+                source: a.source.as_str(),
                 outcomes: a.outcomes.len(),
                 ece_stated: a.metrics.raw.as_ref().map(|m| m.ece),
                 ece_calibrated: a.metrics.calibrated.as_ref().map(|m| m.ece),
                 temperature: a.temperature,
                 band: a.status.map(|b| b.as_str()),
-                escalation: crate::ops::outcomes::pending_escalation(ctx.db, &a)?,
+                escalation: a.escalation(),
             });
         }
         let path = ctx.db_path.to_string();

@@ -30,6 +30,39 @@ pub struct Assessment {
     pub status: Option<CalibrationStatus>,
     /// Levels worth running: 2 while a refit would move the temperature by more than 1 %.
     pub levels: Vec<u8>,
+    /// Whether level 2 has stored a temperature for the source (else it is the default 1).
+    pub recalibrated: bool,
+}
+
+impl Assessment {
+    /// The escalation the source stands in: recalibrated and still miscalibrated (calibrated
+    /// ECE ≥ [`ESCALATE_ECE`]) over at least [`outcomes::MIN_CALIBRATION_OUTCOMES`] outcomes
+    /// (see [`refit`]); the advice for a person, or `None`.
+    pub fn escalation(&self) -> Option<String> {
+        if !self.recalibrated || self.outcomes.len() < outcomes::MIN_CALIBRATION_OUTCOMES {
+            return None;
+        }
+        self.metrics
+            .calibrated
+            .as_ref()
+            .filter(|m| m.ece >= ESCALATE_ECE)
+            .map(|m| escalation_advice(self.source, m.ece, self.outcomes.len()))
+    }
+}
+
+/// The sources of the project's own judgements, in the order reports list them.
+pub const OWN_SOURCES: [Source; 2] = [Source::Lessons, Source::Beliefs];
+
+/// The [`Assessment`] of each of [`OWN_SOURCES`] over all their outcomes: what `status`,
+/// `escalations`, `get_threshold_status` and the report show.
+///
+/// # Errors
+/// [`StoreError`] on SQL failure or an unreadable row.
+pub fn assess_own(db: &Db<'_>) -> Result<Vec<Assessment>, StoreError> {
+    OWN_SOURCES
+        .into_iter()
+        .map(|source| assess(db, source, None))
+        .collect()
 }
 
 /// The [`Assessment`] of `source` (lessons or beliefs) over the outcomes resolved since `since`
@@ -43,7 +76,8 @@ pub fn assess(
     since: Option<DateTime<Utc>>,
 ) -> Result<Assessment, StoreError> {
     let outcomes = outcome_store::outcomes(db, source, since)?;
-    let temperature = outcome_store::temperature(db, source)?;
+    let stored = outcome_store::stored_temperature(db, source)?;
+    let temperature = stored.map_or(outcomes::TEMPERATURE_RANGE.default, |t| t.temperature);
     let metrics = outcomes::metrics(&outcomes, temperature);
     let status = metrics.calibrated.as_ref().map(|m| m.status());
     let drift = outcomes::drift(&outcomes, temperature, status);
@@ -60,6 +94,7 @@ pub fn assess(
         drift,
         status,
         levels,
+        recalibrated: stored.is_some(),
     })
 }
 
@@ -196,23 +231,4 @@ pub fn run(
         levels,
         escalated,
     })
-}
-
-/// The escalation `source` of this project stands in now: recalibrated (level 2 stored a
-/// temperature) and still miscalibrated over enough outcomes (see [`refit`]); the advice for a
-/// person, or `None`.
-///
-/// # Errors
-/// [`StoreError`] on SQL failure or an unreadable row.
-pub fn pending_escalation(db: &Db<'_>, a: &Assessment) -> Result<Option<String>, StoreError> {
-    if outcome_store::stored_temperature(db, a.source)?.is_none()
-        || a.outcomes.len() < outcomes::MIN_CALIBRATION_OUTCOMES
-    {
-        return Ok(None);
-    }
-    Ok(a.metrics
-        .calibrated
-        .as_ref()
-        .filter(|m| m.ece >= ESCALATE_ECE)
-        .map(|m| escalation_advice(a.source, m.ece, a.outcomes.len())))
 }

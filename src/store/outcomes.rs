@@ -150,20 +150,20 @@ pub fn outcomes(
     source: Source,
     since: Option<DateTime<Utc>>,
 ) -> Result<Vec<Outcome>, StoreError> {
-    let mut out = match source {
+    Ok(match source {
         Source::Observations => Vec::new(),
+        // Filtered by time in the query.
         Source::Lessons => closed_checks(db, since)?
             .iter()
             .filter_map(CheckPrediction::outcome)
             .collect(),
         Source::Beliefs => {
-            crate::service::outcomes::belief_outcomes(&crate::store::beliefs::all(db)?)
+            let mut out =
+                crate::service::outcomes::belief_outcomes(&crate::store::beliefs::all(db)?);
+            out.retain(|o| since.is_none_or(|s| o.at >= s));
+            out
         }
-    };
-    if let Some(since) = since {
-        out.retain(|o| o.at >= since);
-    }
-    Ok(out)
+    })
 }
 
 /// Source `source`'s temperature in this project: as last fitted, else the default (1).

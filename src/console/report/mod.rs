@@ -96,10 +96,7 @@ pub fn gather(app: &App) -> Result<ReportData, ConsoleError> {
             directives: ds,
             escalation: ctx.svc.meta.escalation_status().as_str(),
             beliefs: belief_store::all(ctx.db)?,
-            sources: [Source::Lessons, Source::Beliefs]
-                .into_iter()
-                .map(|source| crate::ops::outcomes::assess(ctx.db, source, None))
-                .collect::<Result<_, _>>()?,
+            sources: crate::ops::outcomes::assess_own(ctx.db)?,
         })
     })?)
 }

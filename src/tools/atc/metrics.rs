@@ -206,7 +206,7 @@ impl ReadTool for GetCalibrationMetrics {
                 let mut out = answer(timeframe, since, &filter, &a, include_bins);
                 if given.is_none() {
                     let mut all = vec![SourceOut::new(Source::Observations, &a.metrics, None)];
-                    for source in [Source::Lessons, Source::Beliefs] {
+                    for source in crate::ops::outcomes::OWN_SOURCES {
                         let s = sources::assess(ctx.db, source, Some(since))?;
                         all.push(SourceOut::new(source, &s.metrics, Some(s.temperature)));
                     }

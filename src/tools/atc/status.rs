@@ -252,11 +252,10 @@ impl ReadTool for GetThresholdStatus {
         let embedder = input.embedder_id.map(|e| e.get() as u8);
         let status = ctx.svc.atc.threshold_status(domain, embedder, ctx.now);
         let mut out = StatusAnswer::from(&status);
-        for source in [Source::Lessons, Source::Beliefs] {
-            let a = crate::ops::outcomes::assess(ctx.db, source, None)?;
-            let escalation = crate::ops::outcomes::pending_escalation(ctx.db, &a)?;
+        for a in crate::ops::outcomes::assess_own(ctx.db)? {
+            let escalation = a.escalation();
             out.sources.push(SourceStatusOut {
-                source: OneOf(source),
+                source: OneOf(a.source),
                 outcomes: a.outcomes.len(),
                 temperature: a.temperature,
                 calibration_status: a.status.map(OneOf),
