@@ -486,30 +486,29 @@ pub fn check(
     } else {
         outcome_store::temperature(db, Source::Lessons)?
     };
-    let (decision, mut matcher) = match &scored {
-        Some((model, _, scores)) => {
+    let (decision, variant) = match &scored {
+        Some((_, _, scores)) => {
             let lessons = candidates.iter().zip(tokens).zip(scores);
             let lessons = lessons.map(|((c, tokens), &score)| Candidate {
                 normalised: &c.normalised,
                 tokens,
                 score,
             });
-            let matcher = Matcher {
-                model: Some(model.id().to_owned()),
-                threshold: Variant::Model.classifier().threshold,
-                temperature,
-            };
             let decision =
                 decide_classified_calibrated(&proposal, lessons, Variant::Model, temperature);
-            (decision, matcher)
+            (decision, Variant::Model)
         }
         None => {
             let lessons = candidates.iter().map(|c| c.normalised.as_str()).zip(tokens);
             let decision = decide_lexical_calibrated(&proposal, lessons, temperature);
-            (decision, Matcher::default())
+            (decision, Variant::Lexical)
         }
     };
-    matcher.temperature = temperature;
+    let matcher = Matcher {
+        model: scored.as_ref().map(|(model, ..)| model.id().to_owned()),
+        threshold: variant.classifier().threshold,
+        temperature,
+    };
     // Every lesson the verdict shows, read at once.
     let shown: Vec<i64> = decision
         .blocked

@@ -10,6 +10,7 @@ use crate::ops::lessons::{self as ops, NearMissLesson, RelatedLesson, Relevance,
 use crate::semantic::Semantic;
 use crate::service::CachedFamily;
 use crate::service::lessons::{MAX_ID_CHARS, MAX_STRATEGY_CHARS, MatchType};
+use crate::store::Db;
 use crate::tools::wire::{NonBlank, OneOf, Text, Validate, WireUuid};
 use crate::tools::{
     Annotations, Answer, ReadCtx, ReadTool, ToolDef, ToolError, WriteCtx, WriteTool,
@@ -221,15 +222,8 @@ impl WriteTool for CheckStrategyBlacklist {
     const FAMILIES: &'static [CachedFamily] = &[];
 
     fn run(ctx: &mut WriteCtx<'_>, input: CheckInput) -> Result<Answer<CheckAnswer>, ToolError> {
+        let verdict = verdict(ctx.db, ctx.semantic, &input)?;
         let (task_id, strategy) = (input.task_id.as_str(), &input.strategy.0);
-        let verdict = ops::check(
-            ctx.db,
-            ctx.semantic,
-            task_id,
-            strategy,
-            input.include_related == Some(true),
-        )
-        .map_err(|e| ToolError::Internal(e.to_string()))?;
         let id = ops::record_prediction(ctx.db, &verdict, task_id, strategy, ctx.now)?;
         let mut checked = Checked::from(verdict);
         // Recorded either way (a lesson logged for the strategy closes it); the id only where
@@ -243,17 +237,23 @@ impl WriteTool for CheckStrategyBlacklist {
 /// a damaged file, a full disk): the same verdict and probability, without a `prediction_id`.
 impl ReadTool for CheckStrategyBlacklist {
     fn run(ctx: &ReadCtx<'_>, input: CheckInput) -> Result<Answer<CheckAnswer>, ToolError> {
-        let verdict = ops::check(
-            ctx.db,
-            ctx.semantic,
-            input.task_id.as_str(),
-            &input.strategy.0,
-            input.include_related == Some(true),
-        )
-        .map_err(|e| ToolError::Internal(e.to_string()))?;
+        let verdict = verdict(ctx.db, ctx.semantic, &input)?;
         tracing::warn!("a blacklist check was answered without recording its prediction");
         Ok(Reply::done(Checked::from(verdict)))
     }
+}
+
+/// The check's verdict on `input` ([`ops::check`]), for both ways the tool runs.
+fn verdict(db: &Db<'_>, semantic: &Semantic, input: &CheckInput) -> Result<Verdict, ToolError> {
+    let related = input.include_related == Some(true);
+    ops::check(
+        db,
+        semantic,
+        input.task_id.as_str(),
+        &input.strategy.0,
+        related,
+    )
+    .map_err(|e| ToolError::Internal(e.to_string()))
 }
 
 impl From<Verdict> for Checked {

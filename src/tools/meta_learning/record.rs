@@ -188,8 +188,6 @@ pub struct CheckClosed {
     pub lesson_id: WireUuid,
     /// Whether the strategy turned out to repeat that lesson's failed approach (actual 1).
     pub repeat: bool,
-    /// Closed checks of this project now (the `lessons` source of get_calibration_metrics).
-    pub lessons_outcomes: usize,
 }
 
 impl RecordAnswer {
@@ -322,7 +320,6 @@ fn close_check(
             };
             ToolError::invalid(format!("prediction_id {id} {reason}"))
         })?;
-    let lessons_outcomes = outcome_store::closed_checks(ctx.db, None)?.len();
     let m = &ctx.svc.meta;
     let error = closed.probability - actual;
     Ok(Some(RecordAnswer {
@@ -345,7 +342,6 @@ fn close_check(
         check: Some(CheckClosed {
             lesson_id: WireUuid(closed.lesson_id),
             repeat,
-            lessons_outcomes,
         }),
     }))
 }
