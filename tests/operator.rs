@@ -449,15 +449,15 @@ fn unique_prefixes_lift_and_restore(backend: Backend) {
     // One schema vocabulary: the backend is named with its own version.
     let status = json_of(&db, &["status", "--json"]);
     let (name, version) = match backend {
-        Backend::Sqlite => ("sqlite", 19),
-        Backend::Postgres => ("postgresql", 6),
+        Backend::Sqlite => ("sqlite", 20),
+        Backend::Postgres => ("postgresql", 7),
     };
     assert_eq!(status["backend"], name);
     assert_eq!(status["schema_version"], version);
     let text = ok(&db, &["status"]);
     let shown = match backend {
-        Backend::Sqlite => "SQLite schema version 19",
-        Backend::Postgres => "PostgreSQL schema version 6",
+        Backend::Sqlite => "SQLite schema version 20",
+        Backend::Postgres => "PostgreSQL schema version 7",
     };
     assert!(text.contains(shown), "{text}");
 }

@@ -80,6 +80,7 @@ const MIGRATIONS: &[(&str, Option<DataStep>)] = &[
     (include_str!("attempts.sql"), None),
     (include_str!("recurrences.sql"), None),
     (include_str!("outcomes.sql"), None),
+    (include_str!("outcomes_expiry_index.sql"), None),
 ];
 
 /// A migration's data step.

@@ -74,10 +74,10 @@ fn temporary_name(p: &Path) -> PathBuf {
 /// a database the migrations made (`SELECT sql FROM sqlite_schema`, in `rowid` order, without
 /// FTS5's shadow tables and `family_version`), keeping SQLite's text of each statement
 /// exactly; the test `a_new_file_is_the_file_the_migrations_make` compares the two.
-const SNAPSHOT: &str = include_str!("schema_v19.sql");
+const SNAPSHOT: &str = include_str!("schema_v20.sql");
 
 /// The `user_version` [`SNAPSHOT`] stands for; [`super::migrate::migrate`] runs any later ones.
-const SNAPSHOT_VERSION: usize = 19;
+const SNAPSHOT_VERSION: usize = 20;
 
 /// Create the tables of [`SNAPSHOT`] in the empty database `conn`, marked at
 /// [`SNAPSHOT_VERSION`], in one transaction.

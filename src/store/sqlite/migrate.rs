@@ -49,6 +49,7 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     Migration::sql(attempts::MIGRATION),
     Migration::sql(recurrences::MIGRATION),
     Migration::sql(outcomes::MIGRATION),
+    Migration::sql(outcomes::MIGRATION_EXPIRY_INDEX),
 ];
 
 /// One schema step: SQL, then optionally a data step in Rust (for conversions SQL cannot

@@ -1,5 +1,5 @@
--- The schema of a new database at user_version 19, one statement per object, as SQLite stores it
--- after migrations 1-19 (store/sqlite/create.rs; the unit test there proves it). Never edit: a change
+-- The schema of a new database at user_version 20, one statement per object, as SQLite stores it
+-- after migrations 1-20 (store/sqlite/create.rs; the unit test there proves it). Never edit: a change
 -- to the schema is a new migration, which new files run after this.
 CREATE TABLE meta_state (
     id                  INTEGER PRIMARY KEY CHECK (id = 1),
@@ -259,7 +259,6 @@ CREATE TABLE check_predictions (
     closed_by    TEXT
 ) STRICT;
 CREATE INDEX check_predictions_open ON check_predictions (project, strategy, created_us);
-CREATE INDEX check_predictions_closed ON check_predictions (project, closed_us);
 CREATE TABLE outcome_temperatures (
     project      TEXT    NOT NULL,
     source       TEXT    NOT NULL,
@@ -268,3 +267,4 @@ CREATE TABLE outcome_temperatures (
     fitted_us    INTEGER NOT NULL,
     PRIMARY KEY (project, source)
 ) STRICT;
+CREATE INDEX check_predictions_closed ON check_predictions (project, closed_us, created_us);
