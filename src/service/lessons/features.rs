@@ -36,6 +36,8 @@
 //! | `identifier_mismatch` | 1 when each strategy part has an identifier the other text lacks |
 //! | `negation_mismatch` | 1 when one strategy part has a negation cue (`without`, `no`, `not`, `stop`, `skip`, `unset`, `drop`, `remove`, `disable`…) the other text lacks |
 //! | `reason_names_gap` | 1 when a lesson strategy term missing from the proposal's strategy part appears in its reason part |
+//! | `negated` | 1 when a negation cue in one strategy part, absent from the other text, governs a term the other text has ("*Stop running* the migrations at startup" against "Run the migrations at startup"; "*without* `--force`" against "`--force`") |
+//! | `rejected` | 1 when the proposal moves away from a term the lesson does ("… *instead of* in a `parallel` block" against "… in a `parallel` block"; [`guard::rejected`]) |
 //!
 //! With a sentence-embedding model the classifier also reads `cosine`, the cosine similarity
 //! of the two texts' vectors ([`super::vectors::cosine_score`]), see [`MODEL_FEATURES`].
@@ -72,6 +74,8 @@ pub const MODEL_FEATURES: &[&str] = &[
     "identifier_mismatch",
     "negation_mismatch",
     "reason_names_gap",
+    "negated",
+    "rejected",
     "cosine",
 ];
 
@@ -106,6 +110,8 @@ pub const FEATURE_SIGNS: &[f64] = &[
     -1.0, // identifier_mismatch
     -1.0, // negation_mismatch
     -1.0, // reason_names_gap
+    -1.0, // negated
+    -1.0, // rejected
     1.0,  // cosine
 ];
 
@@ -151,6 +157,10 @@ const NEGATION_CUES: &[&str] = &[
     "without", "no", "not", "never", "stop", "skip", "unset", "drop", "remove", "disable", "avoid",
     "none", "off",
 ];
+
+/// How far a negation cue reaches: the next this many words after it (stop words included),
+/// "stop *running the* migrations", "without *the* `--force` flag".
+const NEGATION_SCOPE: usize = 3;
 
 /// `normalised` cut at its first reason marker: (strategy part, reason part). The strategy part
 /// is the whole text when no marker follows at least three words.
@@ -351,6 +361,45 @@ fn cues<'a>(units: &[Unit<'a>]) -> Vec<Unit<'a>> {
         .collect()
 }
 
+/// Words that also say "not this" without being a cue of their own: a value turned off
+/// (`false`) and a replacement (`instead`, `rather`). A text with one of them, or with a cue,
+/// already negates something, so the other text's cue is not one-sided ("Set `autocrlf`
+/// `false`" against "Turn off `autocrlf`").
+const NEGATIVE_VALUES: &[&str] = &["false", "instead", "rather"];
+
+/// The first negation cue of `units` that governs a content term of the other text
+/// (`other_terms`) — one among the next [`NEGATION_SCOPE`] units — while the other text
+/// (`other_all`, `other_squashed`) says "not" nowhere: no cue, no [`NEGATIVE_VALUES`] word, and
+/// not the cue inside an identifier (`DisableTestParallelization`). A cue right after `to` is a
+/// purpose ("… to stop word splitting"), not a negation of the step. Returns (the cue's
+/// surface, the term's surface).
+fn governed<'a>(
+    units: &[Unit<'a>],
+    other_all: &[Unit<'_>],
+    other_terms: &HashMap<&str, usize>,
+    other_squashed: &str,
+) -> Option<(&'a str, &'a str)> {
+    static VALUES: LazyLock<HashSet<String>> =
+        LazyLock::new(|| NEGATIVE_VALUES.iter().map(|w| canonical_word(w)).collect());
+    let other_negates = other_all
+        .iter()
+        .any(|u| negation_cues().contains(u.canon) || VALUES.contains(u.canon));
+    if other_negates {
+        return None;
+    }
+    units.iter().enumerate().find_map(|(i, cue)| {
+        let purpose = i > 0 && units[i - 1].canon == "to";
+        if !negation_cues().contains(cue.canon) || purpose || other_squashed.contains(cue.surface) {
+            return None;
+        }
+        units[i + 1..]
+            .iter()
+            .take(NEGATION_SCOPE)
+            .find(|u| !negation_cues().contains(u.canon) && other_terms.contains_key(u.canon))
+            .map(|u| (cue.surface, u.surface))
+    })
+}
+
 /// The two coverage shares of [`features`] alone: (`lesson_covered`, `proposal_covered`), for a
 /// caller that decides on them before computing the rest.
 pub fn coverage(lesson: &Prepared, proposal: &Prepared) -> (f64, f64) {
@@ -475,6 +524,26 @@ pub fn features(lesson: &Prepared, proposal: &Prepared, cosine: Option<f64>) -> 
             }),
         );
     }
+    // A one-sided cue that governs a term of the other text.
+    if let Some((cue, term)) = governed(&p_units, &l_all, &lw_bag, &lesson.squashed) {
+        flag(
+            "negated",
+            Some(GuardReason::Reversal {
+                lesson: term.to_owned(),
+                proposal: format!("{cue} {term}"),
+            }),
+        );
+    } else if let Some((cue, term)) = governed(&l_units, &p_all, &pw_bag, &proposal.squashed) {
+        flag(
+            "negated",
+            Some(GuardReason::Reversal {
+                lesson: format!("{cue} {term}"),
+                proposal: term.to_owned(),
+            }),
+        );
+    }
+    flag("rejected", guard::rejected(lw, ps));
+
     // The proposal's reason names what its strategy part dropped from the lesson.
     if let Some(reason) = &proposal.reason {
         let ps_bag = bag(ps.terms());
@@ -529,6 +598,49 @@ mod tests {
         for &(text, strategy, reason) in cases {
             assert_eq!(split_reason(text), (strategy, reason), "{text:?}");
         }
+    }
+
+    #[test]
+    fn negation_governs_a_term_of_the_other_text() {
+        // Written for these unit tests, not taken from a pair set.
+        let negated = |lesson: &str, proposal: &str| value(&f(lesson, proposal), "negated");
+        assert_eq!(
+            negated(
+                "Run the schema migrations at startup",
+                "Stop running the schema migrations at startup, since two replicas race"
+            ),
+            1.0
+        );
+        assert_eq!(
+            negated(
+                "Pass `--force` to `helm upgrade`",
+                "Run `helm upgrade` without `--force`"
+            ),
+            1.0
+        );
+        // The other text says "not" too: a value turned off, a replacement.
+        assert_eq!(
+            negated(
+                "Set `autocrlf` to false in git config",
+                "Turn off `autocrlf` in git config"
+            ),
+            0.0
+        );
+        // A purpose, and a cue inside the other text's identifier.
+        assert_eq!(
+            negated(
+                "Quote every variable in `deploy.sh`",
+                "Quoted all variables in `deploy.sh` to stop word splitting"
+            ),
+            0.0
+        );
+        assert_eq!(
+            negated(
+                "Disable parallel runs with `DisableParallelRuns = true`",
+                "set DisableParallelRuns = true"
+            ),
+            0.0
+        );
     }
 
     #[test]

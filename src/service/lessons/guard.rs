@@ -325,9 +325,9 @@ fn elems(t: &LexicalText) -> Vec<Elem<'_>> {
         .collect()
 }
 
-/// Up to [`ROLE_WINDOW`] content units starting next to `at`, walking forward or backward,
-/// stopping at a boundary or another marker.
-fn window<'a>(e: &[Elem<'a>], at: usize, forward: bool) -> Vec<Unit<'a>> {
+/// Up to `width` content units starting next to `at`, walking forward or backward, stopping at
+/// a boundary or another marker.
+fn window<'a>(e: &[Elem<'a>], at: usize, forward: bool, width: usize) -> Vec<Unit<'a>> {
     let mut out = Vec::new();
     let mut i = at;
     loop {
@@ -345,7 +345,7 @@ fn window<'a>(e: &[Elem<'a>], at: usize, forward: bool) -> Vec<Unit<'a>> {
         match e[i] {
             Elem::Content(u) => {
                 out.push(u);
-                if out.len() == ROLE_WINDOW {
+                if out.len() == width {
                     break;
                 }
             }
@@ -370,6 +370,14 @@ struct Roles<'a> {
 }
 
 fn roles<'a>(e: &[Elem<'a>]) -> Roles<'a> {
+    roles_with(e, ROLE_WINDOW)
+}
+
+/// [`roles`], with at most `old_width` units in the old role (the others take
+/// [`ROLE_WINDOW`]).
+fn roles_with<'a>(e: &[Elem<'a>], old_width: usize) -> Roles<'a> {
+    let old_window = |e: &[Elem<'a>], at: usize, forward: bool| window(e, at, forward, old_width);
+    let window = |e: &[Elem<'a>], at: usize, forward: bool| window(e, at, forward, ROLE_WINDOW);
     let mut r = Roles::default();
     // The next marker of kind `m` after `i` within the clause.
     let find = |i: usize, m: Marker| {
@@ -385,27 +393,27 @@ fn roles<'a>(e: &[Elem<'a>]) -> Roles<'a> {
         match m {
             Marker::From => {
                 if let Some(j) = find(i, Marker::To) {
-                    r.old.extend(window(e, i, true));
+                    r.old.extend(old_window(e, i, true));
                     r.new.extend(window(e, j, true));
                 }
             }
             Marker::Arrow => {
-                r.old.extend(window(e, i, false));
+                r.old.extend(old_window(e, i, false));
                 r.new.extend(window(e, i, true));
             }
             Marker::Replace => {
                 if let Some(j) = find(i, Marker::With) {
-                    r.old.extend(window(e, i, true));
+                    r.old.extend(old_window(e, i, true));
                     r.new.extend(window(e, j, true));
                 }
             }
             Marker::Instead if next_is(i, Marker::Of) => {
                 r.new.extend(window(e, i, false));
-                r.old.extend(window(e, i + 1, true));
+                r.old.extend(old_window(e, i + 1, true));
             }
             Marker::Rather if next_is(i, Marker::Than) => {
                 r.new.extend(window(e, i, false));
-                r.old.extend(window(e, i + 1, true));
+                r.old.extend(old_window(e, i + 1, true));
             }
             Marker::Before => {
                 r.first.extend(window(e, i, false));
@@ -467,6 +475,42 @@ pub(super) fn swapped_roles(lesson: &LexicalText, proposal: &LexicalText) -> Opt
         lesson: describe(&l),
         proposal: describe(&p),
     })
+}
+
+/// A term the proposal moves away from (`instead of X`, `rather than X`, `from X to`, `replace
+/// X with`) that the lesson does without moving away from it itself, while the proposal puts
+/// something the lesson lacks in its place: "Run the stages sequentially instead of in a
+/// `parallel` block" against "Run the stages in a `parallel` block". Only the first term after
+/// the marker counts (the one it governs); arrows do not, since terse notes use them for
+/// "becomes" (`mem limit -> 1Gi`). A proposal that names what it replaces where the lesson does
+/// not mention it rejects nothing of the lesson, nor does a range the lesson shares ("from 3
+/// to 4"). `None` when there is no such term.
+pub(super) fn rejected(lesson: &LexicalText, proposal: &LexicalText) -> Option<GuardReason> {
+    let without_arrows = |t| -> Vec<Elem<'_>> {
+        elems(t)
+            .into_iter()
+            .map(|e| match e {
+                Elem::Marker(Marker::Arrow) => Elem::Stop,
+                e => e,
+            })
+            .collect()
+    };
+    let (l, p) = (
+        roles(&without_arrows(lesson)),
+        roles_with(&without_arrows(proposal), 1),
+    );
+    let done = content(lesson);
+    let has = |units: &[Unit<'_>], u: &Unit<'_>| units.iter().any(|v| v.canon == u.canon);
+    if !p.new.is_empty() && p.new.iter().all(|u| has(&done, u)) {
+        return None;
+    }
+    p.old
+        .iter()
+        .find(|u| has(&done, u) && !has(&l.old, u))
+        .map(|u| GuardReason::Reversal {
+            lesson: u.surface.to_owned(),
+            proposal: format!("instead of {}", u.surface),
+        })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -804,6 +848,48 @@ mod tests {
                 want,
                 "{lesson:?} vs {proposal:?}"
             );
+        }
+    }
+
+    #[test]
+    fn rejected_table() {
+        // Written for this unit test, not taken from a pair set.
+        let rejected = |l: &str, p: &str| {
+            rejected(&LexicalText::new(l), &LexicalText::new(p)).map(|r| r.to_string())
+        };
+        let cases: &[(&str, &str, Option<&str>)] = &[
+            (
+                "Run the test shards in a `parallel` stage",
+                "Run the test shards one after another instead of in a `parallel` stage",
+                Some("reversal: parallel vs instead of parallel"),
+            ),
+            (
+                "Keep the sessions in the Redis cluster",
+                "Keep the sessions in Postgres rather than Redis",
+                Some("reversal: redis vs instead of redis"),
+            ),
+            // The lesson moves away from the same thing: a rewording.
+            (
+                "Replace `moment` with `dayjs` in the date helpers",
+                "Use `dayjs` instead of `moment` in the date helpers",
+                None,
+            ),
+            // What the proposal replaces is not in the lesson: added detail.
+            (
+                "Use `dayjs` in the date helpers",
+                "Use `dayjs` instead of the hand-written parser in the date helpers",
+                None,
+            ),
+            // An arrow in a terse note, and a range the lesson shares.
+            ("Raise the memory limit to 1Gi", "memory limit -> 1Gi", None),
+            (
+                "Write a migration for schema 3 to 4",
+                "Add the migration from schema 3 to 4",
+                None,
+            ),
+        ];
+        for &(l, p, want) in cases {
+            assert_eq!(rejected(l, p).as_deref(), want, "{l:?} / {p:?}");
         }
     }
 

@@ -357,8 +357,10 @@ struct Vocab {
 
 /// Where a table entry comes from: `english` (general English grammar), `general` (general
 /// developer vocabulary), `issue15-pairs` (written for issue 15 while reading
-/// `tests/data/blacklist_pairs.jsonl`, whose text holds its words).
-pub const PROVENANCES: &[&str] = &["english", "general", "issue15-pairs"];
+/// `tests/data/blacklist_pairs.jsonl`, whose text holds its words), `dev-abbreviations`
+/// (common developer abbreviations, units and mode words, listed for issue 30 from general
+/// vocabulary before the classifier was retrained, not read off any pair set).
+pub const PROVENANCES: &[&str] = &["english", "general", "issue15-pairs", "dev-abbreviations"];
 
 /// The table files: (name, contents, fields before the provenance).
 const VOCAB_FILES: &[(&str, &str, usize)] = &[
@@ -623,17 +625,17 @@ struct Word {
     fixed: Option<&'static str>,
 }
 
+/// A word, operator or clause boundary of the text, in reading order (steps 1 and 2).
+enum Slot {
+    Word(usize),
+    Op(Op),
+    Boundary,
+}
+
 fn analyse(normalised: &str) -> (Vec<String>, Vec<Piece>) {
     let tables = &*TABLES;
     // Steps 1 and 2: words, then their pieces, clause by clause.
     let mut words: Vec<Word> = Vec::new();
-    // Each element is a clause: words' pieces between boundaries / operators; operators and
-    // boundaries are kept as separators in `order`.
-    enum Slot {
-        Word(usize),
-        Op(Op),
-        Boundary,
-    }
     let mut order: Vec<Slot> = Vec::new();
     for item in segment(normalised) {
         match item {
@@ -738,6 +740,7 @@ fn analyse(normalised: &str) -> (Vec<String>, Vec<Piece>) {
         }
     }
     flush(&mut run, &mut produced, &words);
+    normalise_quantities(&order, &mut produced);
 
     // Step 5: assemble the similarity terms and the guard's pieces.
     let mut terms = Vec::new();
@@ -782,6 +785,66 @@ fn analyse(normalised: &str) -> (Vec<String>, Vec<Piece>) {
         }
     }
     (terms, pieces)
+}
+
+/// Step 4b: a number followed by a unit of time or of size is written in the unit's base
+/// (seconds, MB), so that `600000 ms`, `600s` and `10 minutes` all read `600 s`, and `2Gi` and
+/// `2048Mi` both read `2048 mb`. A quantity never spans an operator or a clause boundary; the
+/// surfaces (what near misses show) are kept as written.
+///
+/// Units and factors: `ms` 0.001, `s` 1, `min` 60, `h` 3,600, `d` 86,400 (seconds); `kb`
+/// 1/1024, `mb` 1, `gb` 1,024, `tb` 1,048,576 (MB; the binary and decimal spellings are one
+/// unit each in the phrase table, as agents use them interchangeably). A bare `m` is left
+/// alone: it is minutes in a Go duration but millicores in a Kubernetes CPU request.
+fn normalise_quantities(order: &[Slot], produced: &mut [Vec<Term>]) {
+    const UNITS: &[(&str, &str, f64)] = &[
+        ("ms", "s", 0.001),
+        ("s", "s", 1.0),
+        ("min", "s", 60.0),
+        ("h", "s", 3600.0),
+        ("d", "s", 86400.0),
+        ("kb", "mb", 1.0 / 1024.0),
+        ("mb", "mb", 1.0),
+        ("gb", "mb", 1024.0),
+        ("tb", "mb", 1024.0 * 1024.0),
+    ];
+    // The last term seen, when it is a number: (word, index of the term in that word).
+    let mut number: Option<(usize, usize, f64)> = None;
+    for slot in order {
+        let Slot::Word(w) = *slot else {
+            number = None;
+            continue;
+        };
+        for t in 0..produced[w].len() {
+            let canon = produced[w][t].canon.as_str();
+            if let Some((nw, nt, value)) = number
+                && let Some(&(_, base, factor)) = UNITS.iter().find(|(u, _, _)| *u == canon)
+            {
+                produced[nw][nt].canon = format_quantity(value * factor);
+                produced[w][t].canon = base.to_owned();
+                number = None;
+                continue;
+            }
+            number = match canon.parse::<f64>() {
+                Ok(v)
+                    if v.is_finite() && canon.bytes().all(|b| b.is_ascii_digit() || b == b'.') =>
+                {
+                    Some((w, t, v))
+                }
+                _ => None,
+            };
+        }
+    }
+}
+
+/// A quantity in its shortest form: `600`, `0.5`, `1536` (no exponent; at most six decimals).
+fn format_quantity(value: f64) -> String {
+    let rounded = (value * 1e6).round() / 1e6;
+    if rounded.fract() == 0.0 && rounded.abs() < 1e15 {
+        format!("{}", rounded as i64)
+    } else {
+        format!("{rounded}")
+    }
 }
 
 /// The surfaces of the words a phrase spans, joined by spaces.
@@ -909,11 +972,11 @@ mod tests {
         }
         assert_eq!(
             (irregular().len(), phrases().len(), stop_words().len()),
-            (59, 178, 114)
+            (59, 265, 114)
         );
         assert_eq!(
             (antonyms().len(), modifiers().len(), number_words().len()),
-            (57, 63, 16)
+            (72, 63, 16)
         );
         assert!(phrases().contains(&("k8s", "kubernetes")));
         assert!(antonyms().contains(&("increase", "decrease")));
@@ -1015,11 +1078,11 @@ mod tests {
             ("Mock the DB layer", "mock database layer"),
             (
                 "bump the k8s memory limit to 2Gi",
-                "increase kubernetes memory limit 2 gb",
+                "increase kubernetes memory limit 2048 mb",
             ),
             ("set the DATABASE_URL env var", "set database url envvar"),
-            ("Sleep 100ms", "sleep 100 ms"),
-            ("sleep 100 milliseconds", "sleep 100 ms"),
+            ("Sleep 100ms", "sleep 0.1 s"),
+            ("sleep 100 milliseconds", "sleep 0.1 s"),
             ("upgrade React to v18", "increase react 18"),
             ("Turn off strictNullChecks", "disable strictnullcheck"),
             ("I turned strictNullChecks off", "strictnullcheck disable"),
@@ -1050,6 +1113,51 @@ mod tests {
         ];
         for &(input, want) in cases {
             assert_eq!(terms(input).join(" "), want, "terms({input:?})");
+        }
+    }
+
+    #[test]
+    fn quantities_are_written_in_one_unit() {
+        let cases: &[(&str, &str)] = &[
+            ("timeout 600000 ms", "timeout 600 s"),
+            ("timeout 600s", "timeout 600 s"),
+            ("timeout of ten minutes", "timeout 600 s"),
+            ("a 2 hour TTL", "7200 s ttl"),
+            ("1.5 GB heap", "1536 mb heap"),
+            ("limit 2Gi", "limit 2048 mb"),
+            ("limit 512Mi", "limit 512 mb"),
+            ("cap at 1 TiB", "cap 1048576 mb"),
+            // Not a quantity: another unit, a bare `m`, a unit across a boundary.
+            ("3 retries", "3 retry"),
+            ("cpu 500m", "cpu 500 m"),
+            ("port 8080, s3 bucket", "port 8080 s3 bucket"),
+        ];
+        for &(input, want) in cases {
+            assert_eq!(terms(input).join(" "), want, "terms({input:?})");
+        }
+    }
+
+    #[test]
+    fn developer_abbreviations_read_as_their_words() {
+        let cases: &[(&str, &str)] = &[
+            ("raise the mem limit", "increase the memory limit"),
+            ("tf apply in prod", "terraform apply in production"),
+            (
+                "cache deps in GH Actions",
+                "cache dependencies in GitHub Actions",
+            ),
+            ("npm i before the build", "npm install before the build"),
+            ("scale the HPA", "scale the horizontal pod autoscaler"),
+            ("the req ctx err", "the request context error"),
+            ("OOM in the worker", "worker out of memory"),
+            ("run it w/o the cache", "run it without the cache"),
+            ("auto retry", "retry automatically"),
+        ];
+        for &(short, long) in cases {
+            let (mut a, mut b) = (terms(short), terms(long));
+            a.sort();
+            b.sort();
+            assert_eq!(a, b, "terms({short:?}) vs terms({long:?})");
         }
     }
 

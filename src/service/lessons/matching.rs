@@ -391,9 +391,10 @@ pub fn classify(
 }
 
 /// Differences that decide on their own: opposite words or operators in the strategy parts
-/// (`reversal`), or the same terms in swapped roles (`swapped`). These are the explicit
-/// reversals of the guard (issue 15) where they are reliable — outside the reason clauses, which
-/// invent and cancel opposites — and a repeated failure is never an inverted strategy. The
+/// (`reversal`), the same terms in swapped roles (`swapped`), or a proposal that moves away
+/// from what the lesson does (`rejected`: "… instead of in a `parallel` block"). These are
+/// explicit reversals where they are reliable — outside the reason clauses, which invent and
+/// cancel opposites — and a repeated failure is never an inverted strategy. The
 /// classifier is not asked (P = 0); the lesson is a near miss with that reason. Training and
 /// evaluation leave such pairs out of the classifier's rows ([`classifier_rows`]).
 pub fn vetoed(f: &Features) -> bool {
@@ -403,8 +404,11 @@ pub fn vetoed(f: &Features) -> bool {
             .position(|n| *n == name)
             .is_some_and(|i| f.values[i] > 0.0)
     };
-    on("reversal") || on("swapped")
+    VETOES.iter().any(|name| on(name))
 }
+
+/// The features that veto a block ([`vetoed`]).
+const VETOES: &[&str] = &["reversal", "swapped", "rejected"];
 
 /// [`shares_most`] before the features are computed (the same two shares, from
 /// [`super::features::coverage`]): most lessons of a task fail it, and it costs a fraction of
@@ -439,7 +443,7 @@ pub fn shares_most(f: &Features) -> bool {
 /// the most negative.
 fn strongest_reason(model: &LogisticModel, f: &Features) -> Option<GuardReason> {
     if vetoed(f) {
-        let veto = |i: usize| matches!(super::features::MODEL_FEATURES[i], "reversal" | "swapped");
+        let veto = |i: usize| VETOES.contains(&super::features::MODEL_FEATURES[i]);
         return f
             .reasons
             .iter()
