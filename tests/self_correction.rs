@@ -218,11 +218,28 @@ fn checks_are_predictions_that_outcomes_recalibrate(backend: Backend) {
     // The refitted metrics: calibration under the new temperature, still 40 outcomes.
     let m = metrics(&mut s, "lessons");
     assert_eq!(m["temperature"].as_f64().unwrap(), t, "{m}");
+    // Temperature scaling minimises the negative log-likelihood of the outcomes (Guo et al.,
+    // "On Calibration of Modern Neural Networks", ICML 2017), not ECE or Brier, which may move
+    // either way by a little: the fitted T is no worse than T = 1 on its own objective.
+    let nll = |t: f64| {
+        samples
+            .iter()
+            .map(|&(p, y)| {
+                let q = 1.0 / (1.0 + (-(p / (1.0 - p)).ln() / t).exp());
+                -(if y { q.ln() } else { (1.0 - q).ln() })
+            })
+            .sum::<f64>()
+            / samples.len() as f64
+    };
     assert!(
-        m["metrics"]["ece"].as_f64().unwrap() <= m["raw_metrics"]["ece"].as_f64().unwrap() + 1e-9
-            || m["metrics"]["brier"].as_f64().unwrap()
-                <= m["raw_metrics"]["brier"].as_f64().unwrap(),
-        "a fitted temperature does not make the in-sample fit worse on both: {m}"
+        nll(t) <= nll(1.0) + 1e-12,
+        "NLL {} at T {t} vs {} at 1: {m}",
+        nll(t),
+        nll(1.0)
+    );
+    assert!(
+        m["metrics"]["ece"].as_f64().unwrap() < 0.15,
+        "the refitted figures: {m}"
     );
 }
 

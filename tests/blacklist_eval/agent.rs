@@ -349,13 +349,25 @@ impl Floors {
     }
 }
 
+/// The first development set and the frozen test set, on which the issue-15 matcher's
+/// baseline was measured (`tests/data/README.md`): its floors belong to that set.
+fn baseline_sets() -> (Vec<Pair>, Vec<Pair>) {
+    let (dev, test) = sets();
+    let first: Vec<Pair> = dev.into_iter().take(1105).collect();
+    assert!(
+        first.iter().all(|p| p.task < 180),
+        "the first set comes first"
+    );
+    (first, test)
+}
+
 /// The sets are what `tests/data/README.md` says they are.
 pub fn sets() -> (Vec<Pair>, Vec<Pair>) {
     let (dev, test) = (agent_dev_set(), agent_test_set());
-    assert_eq!(dev.len(), 1105, "development pairs");
+    assert_eq!(dev.len(), 1105 + 529, "development pairs");
     assert_eq!(test.len(), 455, "test pairs");
     let tasks = |set: &[Pair]| set.iter().map(|p| p.task + 1).max().unwrap_or(0);
-    assert_eq!((tasks(&dev), tasks(&test)), (180, 61), "tasks");
+    assert_eq!((tasks(&dev), tasks(&test)), (180 + 83, 61), "tasks");
     (dev, test)
 }
 
@@ -433,7 +445,7 @@ mod lexical {
     /// Run with `cargo test --test blacklist_eval agent -- --nocapture` to see the tables.
     #[test]
     fn agent_sets_lexical() {
-        let (dev, test) = sets();
+        let (dev, test) = baseline_sets();
         let b = measure(
             "lexical + guard",
             &lexical,
@@ -471,7 +483,7 @@ mod embedding {
             return;
         };
         let model = Embedder::load(&dir).expect("load the model");
-        let (dev, test) = sets();
+        let (dev, test) = baseline_sets();
         let mut vectors = embed_all(&model, &dev);
         vectors.extend(embed_all(&model, &test));
         let cosine = |l: &str, p: &str| cosine_score(&vectors[l], &vectors[p]);

@@ -127,9 +127,14 @@ pub fn fresh_set() -> Vec<Pair> {
     load("blacklist_pairs_fresh.jsonl", FRESH_SET)
 }
 
-/// The agent-style development set, checked likewise.
+/// The agent-style development sets, checked likewise: the first (1,105 pairs) and the second
+/// (529 pairs, written later by another helper), tasks disjoint, as one set.
 pub fn agent_dev_set() -> Vec<Pair> {
-    load("blacklist_pairs_agent_dev.jsonl", AGENT_DEV_SET)
+    let both = format!(
+        "{AGENT_DEV_SET}\n{}",
+        include_str!("../data/blacklist_pairs_agent_dev2.jsonl")
+    );
+    load("blacklist_pairs_agent_dev{,2}.jsonl", &both)
 }
 
 /// The agent-style frozen test set, checked likewise.
@@ -144,6 +149,18 @@ pub fn agent_holdout_set() -> Vec<Pair> {
         include_str!("../data/blacklist_pairs_agent_holdout.jsonl"),
     );
     assert_eq!(set.len(), 328, "held-out pairs");
+    set
+}
+
+/// The second frozen agent-style test set (`tests/data/README.md`): 453 pairs over 58 tasks,
+/// written by a helper who had seen neither the matcher nor the other sets, committed before
+/// its first score.
+pub fn agent_test2_set() -> Vec<Pair> {
+    let set = load(
+        "blacklist_pairs_agent_test2.jsonl",
+        include_str!("../data/blacklist_pairs_agent_test2.jsonl"),
+    );
+    assert_eq!(set.len(), 453, "second test set pairs");
     set
 }
 

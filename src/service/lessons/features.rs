@@ -124,6 +124,8 @@ const REASON_MARKERS: &[&str] = &[
     " so that ",
     " so the ",
     " so it ",
+    " so its ",
+    " so their ",
     " so we ",
     " so ci ",
     ", so ",
@@ -362,10 +364,11 @@ fn cues<'a>(units: &[Unit<'a>]) -> Vec<Unit<'a>> {
 }
 
 /// Words that also say "not this" without being a cue of their own: a value turned off
-/// (`false`) and a replacement (`instead`, `rather`). A text with one of them, or with a cue,
-/// already negates something, so the other text's cue is not one-sided ("Set `autocrlf`
-/// `false`" against "Turn off `autocrlf`").
-const NEGATIVE_VALUES: &[&str] = &["false", "instead", "rather"];
+/// (`false`) and a replacement (`instead`, `rather`, `replace`, `switch`, `from`). A text with
+/// one of them, or with a cue, already negates something, so the other text's cue is not
+/// one-sided ("Set `autocrlf` `false`" against "Turn off `autocrlf`"; "Switched the autoscaler
+/// from CPU to requests per second" against "Stop scaling on CPU and use requests per second").
+const NEGATIVE_VALUES: &[&str] = &["false", "instead", "rather", "replace", "switch", "from"];
 
 /// The first negation cue of `units` that governs a content term of the other text
 /// (`other_terms`) — one among the next [`NEGATION_SCOPE`] units — while the other text
@@ -475,7 +478,7 @@ pub fn features(lesson: &Prepared, proposal: &Prepared, cosine: Option<f64>) -> 
             .cloned()
             .collect()
     };
-    let (ln, pn) = (numbers(ls, &pw_bag), numbers(ps, &lw_bag));
+    let (ln, pn) = (numbers(ls, &bag(ps.terms())), numbers(ps, &bag(ls.terms())));
     if !ln.is_empty() && !pn.is_empty() {
         flag(
             "number_mismatch",

@@ -501,12 +501,10 @@ pub(super) fn rejected(lesson: &LexicalText, proposal: &LexicalText) -> Option<G
     );
     let done = content(lesson);
     let has = |units: &[Unit<'_>], u: &Unit<'_>| units.iter().any(|v| v.canon == u.canon);
-    if !p.new.is_empty() && p.new.iter().all(|u| has(&done, u)) {
-        return None;
-    }
+    let range = |u: &Unit<'_>| is_number(u.canon) && p.new.iter().all(|v| has(&done, v));
     p.old
         .iter()
-        .find(|u| has(&done, u) && !has(&l.old, u))
+        .find(|u| has(&done, u) && !has(&l.old, u) && !range(u))
         .map(|u| GuardReason::Reversal {
             lesson: u.surface.to_owned(),
             proposal: format!("instead of {}", u.surface),
@@ -883,8 +881,8 @@ mod tests {
             // An arrow in a terse note, and a range the lesson shares.
             ("Raise the memory limit to 1Gi", "memory limit -> 1Gi", None),
             (
-                "Write a migration for schema 3 to 4",
-                "Add the migration from schema 3 to 4",
+                "Scale the consumers between 3 and 4 replicas",
+                "Let the consumers go from 3 to 4 replicas",
                 None,
             ),
         ];

@@ -637,7 +637,8 @@ fn analyse(normalised: &str) -> (Vec<String>, Vec<Piece>) {
     // Steps 1 and 2: words, then their pieces, clause by clause.
     let mut words: Vec<Word> = Vec::new();
     let mut order: Vec<Slot> = Vec::new();
-    for item in segment(normalised) {
+    let joined = join_thousands(normalised);
+    for item in segment(&joined) {
         match item {
             Item::Word(w) => {
                 let surface = strip_possessive(w);
@@ -740,7 +741,7 @@ fn analyse(normalised: &str) -> (Vec<String>, Vec<Piece>) {
         }
     }
     flush(&mut run, &mut produced, &words);
-    normalise_quantities(&order, &mut produced);
+    normalise_quantities(&order, &words, &mut produced);
 
     // Step 5: assemble the similarity terms and the guard's pieces.
     let mut terms = Vec::new();
@@ -789,14 +790,17 @@ fn analyse(normalised: &str) -> (Vec<String>, Vec<Piece>) {
 
 /// Step 4b: a number followed by a unit of time or of size is written in the unit's base
 /// (seconds, MB), so that `600000 ms`, `600s` and `10 minutes` all read `600 s`, and `2Gi` and
-/// `2048Mi` both read `2048 mb`. A quantity never spans an operator or a clause boundary; the
+/// `2048Mi` both read `2048 mb`; `10k` reads `10000`. A bare number after an identifier that
+/// names its unit (`max.poll.interval.ms` to 600000, `cache_ttl_minutes` to 60) takes that
+/// unit: `600`, `3600`. A quantity never spans an operator other than `=` or a clause boundary; the
 /// surfaces (what near misses show) are kept as written.
 ///
 /// Units and factors: `ms` 0.001, `s` 1, `min` 60, `h` 3,600, `d` 86,400 (seconds); `kb`
 /// 1/1024, `mb` 1, `gb` 1,024, `tb` 1,048,576 (MB; the binary and decimal spellings are one
-/// unit each in the phrase table, as agents use them interchangeably). A bare `m` is left
-/// alone: it is minutes in a Go duration but millicores in a Kubernetes CPU request.
-fn normalise_quantities(order: &[Slot], produced: &mut [Vec<Term>]) {
+/// unit each in the phrase table, as agents use them interchangeably); `k` 1,000 (no unit). A
+/// bare `m` is left alone: it is minutes in a Go duration but millicores in a Kubernetes CPU
+/// request.
+fn normalise_quantities(order: &[Slot], words: &[Word], produced: &mut [Vec<Term>]) {
     const UNITS: &[(&str, &str, f64)] = &[
         ("ms", "s", 0.001),
         ("s", "s", 1.0),
@@ -807,23 +811,51 @@ fn normalise_quantities(order: &[Slot], produced: &mut [Vec<Term>]) {
         ("mb", "mb", 1.0),
         ("gb", "mb", 1024.0),
         ("tb", "mb", 1024.0 * 1024.0),
+        ("k", "", 1000.0),
     ];
-    // The last term seen, when it is a number: (word, index of the term in that word).
+    let unit = |canon: &str| UNITS.iter().find(|(u, _, _)| *u == canon).copied();
+    // The last term seen, when it is a number: (word, index of the term in that word, value).
     let mut number: Option<(usize, usize, f64)> = None;
+    // The factor of a unit named inside an identifier earlier in the clause.
+    let mut implied: Option<f64> = None;
+    let settle = |number: &mut Option<(usize, usize, f64)>,
+                  implied: Option<f64>,
+                  produced: &mut [Vec<Term>]| {
+        if let (Some((nw, nt, value)), Some(factor)) = (number.take(), implied) {
+            produced[nw][nt].canon = format_quantity(value * factor);
+        }
+    };
     for slot in order {
-        let Slot::Word(w) = *slot else {
-            number = None;
-            continue;
+        let w = match *slot {
+            Slot::Word(w) => w,
+            Slot::Op(Op::Assign) => continue,
+            Slot::Op(_) => {
+                settle(&mut number, implied, produced);
+                continue;
+            }
+            Slot::Boundary => {
+                settle(&mut number, implied, produced);
+                implied = None;
+                continue;
+            }
         };
         for t in 0..produced[w].len() {
             let canon = produced[w][t].canon.as_str();
+            let as_unit = unit(canon);
             if let Some((nw, nt, value)) = number
-                && let Some(&(_, base, factor)) = UNITS.iter().find(|(u, _, _)| *u == canon)
+                && let Some((_, base, factor)) = as_unit
             {
                 produced[nw][nt].canon = format_quantity(value * factor);
                 produced[w][t].canon = base.to_owned();
                 number = None;
                 continue;
+            }
+            settle(&mut number, implied, produced);
+            let canon = produced[w][t].canon.as_str();
+            if let Some((_, "s", factor)) = as_unit
+                && names_unit(&words[w])
+            {
+                implied = Some(factor);
             }
             number = match canon.parse::<f64>() {
                 Ok(v)
@@ -835,6 +867,55 @@ fn normalise_quantities(order: &[Slot], produced: &mut [Vec<Term>]) {
             };
         }
     }
+    settle(&mut number, implied, produced);
+}
+
+/// An identifier whose last part is a unit of time written out (`max.poll.interval.ms`,
+/// `ttl_seconds`); single letters (`config.h`) do not count.
+fn names_unit(word: &Word) -> bool {
+    const NAMES: &[&str] = &[
+        "ms",
+        "millis",
+        "milliseconds",
+        "sec",
+        "secs",
+        "seconds",
+        "min",
+        "mins",
+        "minutes",
+        "hours",
+        "hrs",
+    ];
+    word.ident
+        && word
+            .surface
+            .rsplit(|c: char| !c.is_ascii_alphanumeric())
+            .next()
+            .is_some_and(|last| NAMES.contains(&last))
+}
+
+/// `10,000` → `10000`: a comma between digits that is followed by exactly three digits is a
+/// thousands separator, not a clause boundary.
+fn join_thousands(text: &str) -> std::borrow::Cow<'_, str> {
+    let b = text.as_bytes();
+    let separator = |i: usize| {
+        b[i] == b','
+            && i > 0
+            && b[i - 1].is_ascii_digit()
+            && b.len() >= i + 4
+            && b[i + 1..i + 4].iter().all(u8::is_ascii_digit)
+            && b.get(i + 4).is_none_or(|c| !c.is_ascii_alphanumeric())
+    };
+    if !(0..b.len()).any(separator) {
+        return text.into();
+    }
+    let mut out = String::with_capacity(text.len());
+    for (i, c) in text.char_indices() {
+        if !(c == ',' && separator(i)) {
+            out.push(c);
+        }
+    }
+    out.into()
 }
 
 /// A quantity in its shortest form: `600`, `0.5`, `1536` (no exponent; at most six decimals).
@@ -1127,6 +1208,18 @@ mod tests {
             ("limit 2Gi", "limit 2048 mb"),
             ("limit 512Mi", "limit 512 mb"),
             ("cap at 1 TiB", "cap 1048576 mb"),
+            ("batches of 10,000 rows", "batch 10000 row"),
+            ("batches of 10k rows", "batch 10000 row"),
+            ("ports 80, 443", "port 80 443"),
+            (
+                "raise `max.poll.interval.ms` to 600000",
+                "increase max poll interval ms 600",
+            ),
+            ("`cache_ttl_minutes` to 60", "cach ttl min 3600"),
+            (
+                "include `config.h` with 3 retries",
+                "includ config h 3 retry",
+            ),
             // Not a quantity: another unit, a bare `m`, a unit across a boundary.
             ("3 retries", "3 retry"),
             ("cpu 500m", "cpu 500 m"),

@@ -408,7 +408,13 @@ pub fn vetoed(f: &Features) -> bool {
 }
 
 /// The features that veto a block ([`vetoed`]).
-const VETOES: &[&str] = &["reversal", "swapped", "rejected"];
+const VETOES: &[&str] = &[
+    "reversal",
+    "swapped",
+    "rejected",
+    "negated",
+    "number_mismatch",
+];
 
 /// [`shares_most`] before the features are computed (the same two shares, from
 /// [`super::features::coverage`]): most lessons of a task fail it, and it costs a fraction of
