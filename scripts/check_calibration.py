@@ -24,6 +24,8 @@ SETS = [
     ("development (agent dev)", "tests/data/blacklist_pairs_agent_dev.jsonl"),
     ("frozen test (agent test)", "tests/data/blacklist_pairs_agent_test.jsonl"),
     ("held-out (agent holdout)", "tests/data/blacklist_pairs_agent_holdout.jsonl"),
+    ("development 2 (agent dev2)", "tests/data/blacklist_pairs_agent_dev2.jsonl"),
+    ("second test (agent test2)", "tests/data/blacklist_pairs_agent_test2.jsonl"),
 ]
 
 

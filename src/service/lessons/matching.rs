@@ -845,6 +845,36 @@ mod tests {
             d.near_misses[0].reason.to_string(),
             "reversal: increase vs decrease"
         );
+        // A proposal that stops doing what the lesson did, or moves away from it, or changes
+        // its number: near misses that name it.
+        let stop = "Stop mocking the payment client in the checkout tests, since it hides the bug";
+        let d = lexical_decision(stop, &lessons[..2]);
+        assert_eq!(d.blocked, None, "{d:?}");
+        assert!(
+            d.near_misses
+                .iter()
+                .any(|nm| nm.reason.to_string() == "reversal: mocking vs stop mocking"),
+            "{d:?}"
+        );
+        let instead = "Mock the payment client in the unit tests instead of the checkout tests";
+        let d = lexical_decision(instead, &lessons[..2]);
+        assert_eq!(d.blocked, None, "{d:?}");
+        assert_eq!(
+            d.near_misses[0].reason.to_string(),
+            "reversal: checkout vs instead of checkout",
+            "{d:?}"
+        );
+        let lessons_n = ["Set the checkout test timeout to 60 seconds"];
+        let d = lexical_decision("Set the checkout test timeout to 5 minutes", &lessons_n);
+        assert_eq!(d.blocked, None, "{d:?}");
+        assert_eq!(
+            d.near_misses[0].reason.to_string(),
+            "changed_number: 60 vs 300",
+            "{d:?}"
+        );
+        // The same number in other units is the same approach.
+        let d = lexical_decision("Set the checkout test timeout to one minute", &lessons_n);
+        assert!(d.blocked.is_some(), "{d:?}");
         // Nothing close: not blocked, no near miss, still a best lesson.
         let d = lexical_decision("Rewrite the parser in Rust", &lessons);
         assert_eq!((d.blocked, d.near_misses.len()), (None, 0));
