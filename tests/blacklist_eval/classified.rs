@@ -369,41 +369,40 @@ mod embedding {
 
     #[test]
     fn classifier_model_test2() {
-        let Some(dir) = crate::common::real_model("classifier_model_test2") else {
-            return;
-        };
-        let model = Embedder::load(&dir).expect("load the model");
-        let set = crate::harness::agent_test2_set();
-        let vectors = embed_all(&model, &set);
-        let cosine = |l: &str, p: &str| cosine_score(&vectors[l], &vectors[p]);
-        evaluate_untouched(
-            "model",
+        untouched_with_model(
+            "classifier_model_test2",
             "second test",
-            Variant::Model,
-            Some(&cosine),
-            &set,
-            TARGET_F1_MODEL,
+            &crate::harness::agent_test2_set(),
             &TEST2_FLOORS,
         );
     }
 
     #[test]
     fn classifier_model_holdout() {
-        let Some(dir) = crate::common::real_model("classifier_model_holdout") else {
+        untouched_with_model(
+            "classifier_model_holdout",
+            "held-out",
+            &crate::harness::agent_holdout_set(),
+            &HOLDOUT_FLOORS,
+        );
+    }
+
+    /// [`evaluate_untouched`] with the real model's cosines (skipped, said so, without it).
+    fn untouched_with_model(test: &str, set_name: &str, set: &[Pair], floors: &TestFloors) {
+        let Some(dir) = crate::common::real_model(test) else {
             return;
         };
         let model = Embedder::load(&dir).expect("load the model");
-        let holdout = crate::harness::agent_holdout_set();
-        let vectors = embed_all(&model, &holdout);
+        let vectors = embed_all(&model, set);
         let cosine = |l: &str, p: &str| cosine_score(&vectors[l], &vectors[p]);
         evaluate_untouched(
             "model",
-            "held-out",
+            set_name,
             Variant::Model,
             Some(&cosine),
-            &holdout,
+            set,
             TARGET_F1_MODEL,
-            &HOLDOUT_FLOORS,
+            floors,
         );
     }
 }

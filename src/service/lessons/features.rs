@@ -37,7 +37,7 @@
 //! | `negation_mismatch` | 1 when one strategy part has a negation cue (`without`, `no`, `not`, `stop`, `skip`, `unset`, `drop`, `remove`, `disable`…) the other text lacks |
 //! | `reason_names_gap` | 1 when a lesson strategy term missing from the proposal's strategy part appears in its reason part |
 //! | `negated` | 1 when a negation cue in one strategy part, absent from the other text, governs a term the other text has ("*Stop running* the migrations at startup" against "Run the migrations at startup"; "*without* `--force`" against "`--force`") |
-//! | `rejected` | 1 when the proposal moves away from a term the lesson does ("… *instead of* in a `parallel` block" against "… in a `parallel` block"; [`guard::rejected`]) |
+//! | `rejected` | 1 when the proposal moves away from a term the lesson does ("… *instead of* in a `parallel` block" against "… in a `parallel` block"; `guard::rejected`) |
 //!
 //! With a sentence-embedding model the classifier also reads `cosine`, the cosine similarity
 //! of the two texts' vectors ([`super::vectors::cosine_score`]), see [`MODEL_FEATURES`].
