@@ -13,6 +13,9 @@
 //! (development sets only); `--score FILE` fits nothing and writes nothing, but scores the
 //! shipped weights (`data/blacklist_model.tsv`) on the pair set FILE and prints its aggregate
 //! figures — how a development set written later is scored once, before its pairs are read.
+//! With `BLACKLIST_TRAIN_FIRES=FEATURE` (a difference feature's name) it also prints the
+//! development pairs whose own lesson has that feature on although they are `same`: where a
+//! difference signal fires on a restatement.
 //!
 //! Rows are (pair, lesson of its task) with the features of `service::lessons::features`, for
 //! every lesson that does not match the proposal structurally and that the first stage keeps
@@ -256,6 +259,8 @@ fn choose_threshold(pairs: &[Pair], r: &Rows, best: &[f64]) -> (f64, Figures) {
 /// Cross-validates every penalty, fits the chosen one on all rows, returns it with a summary.
 fn train(name: &str, names: &[&str], pairs: &[Pair], r: &Rows) -> (LogisticModel, String) {
     let mut tried: Vec<(f64, f64, Figures)> = Vec::new();
+    // Per penalty, each pair's best held-out probability (for `--errors`).
+    let mut held_out_scores: Vec<Vec<f64>> = Vec::new();
     let mut summary = String::new();
     for &l2 in PENALTIES {
         let signs = &FEATURE_SIGNS[..names.len()];
@@ -265,6 +270,7 @@ fn train(name: &str, names: &[&str], pairs: &[Pair], r: &Rows) -> (LogisticModel
             .collect();
         let best = pair_scores(pairs, r, &held_out);
         let (t, f) = choose_threshold(pairs, r, &best);
+        held_out_scores.push(best);
         eprintln!(
             "{name}: λ {l2:>6}: held-out F1 {:.3} at {t:.3}, hard let through {:.3}, longer caught {:.3}",
             f.f1, f.hard_let_through, f.longer_caught
@@ -287,12 +293,11 @@ fn train(name: &str, names: &[&str], pairs: &[Pair], r: &Rows) -> (LogisticModel
         .find(|(_, _, f)| f.f1 >= top - F1_SLACK)
         .expect("a penalty");
     if std::env::args().any(|a| a == "--errors") {
-        let signs = &FEATURE_SIGNS[..names.len()];
-        let models = cross_validated(names, &r.x, &r.y, &r.task, FOLDS, l2, signs);
-        let held_out: Vec<f64> = (0..r.x.len())
-            .map(|k| models[r.task[k] % FOLDS].probability(&r.x[k]))
-            .collect();
-        print_errors(name, pairs, r, &pair_scores(pairs, r, &held_out), t);
+        let chosen = PENALTIES
+            .iter()
+            .position(|&p| p == l2)
+            .expect("a tried penalty");
+        print_errors(name, pairs, r, &held_out_scores[chosen], t);
     }
     let model = LogisticModel::fit_signed(names, &r.x, &r.y, l2, &FEATURE_SIGNS[..names.len()])
         .threshold(t);

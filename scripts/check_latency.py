@@ -47,11 +47,12 @@ def call(method, params=None, notify=False):
     if not notify:
         next_id += 1
         msg["id"] = next_id
-    p.stdin.write((json.dumps(msg) + "\n").encode())
+    data = (json.dumps(msg) + "\n").encode()
+    t = time.perf_counter()
+    p.stdin.write(data)
     p.stdin.flush()
     if notify:
         return None, 0.0
-    t = time.perf_counter()
     line = p.stdout.readline()
     elapsed = (time.perf_counter() - t) * 1000
     reply = json.loads(line)

@@ -32,7 +32,7 @@
 //! | `changed_number` | 1 when the strategy parts align but for a number (guard rule 3) |
 //! | `changed_target` | 1 when the strategy parts align but for a target (guard rule 3) |
 //! | `substituted_whole` | 1 when guard rule 3 fires on the whole texts |
-//! | `number_mismatch` | 1 when each strategy part has a number the other text lacks |
+//! | `number_mismatch` | 1 when each strategy part has a number the other strategy part lacks (a reason clause that repeats the old value does not hide the change) |
 //! | `identifier_mismatch` | 1 when each strategy part has an identifier the other text lacks |
 //! | `negation_mismatch` | 1 when one strategy part has a negation cue (`without`, `no`, `not`, `stop`, `skip`, `unset`, `drop`, `remove`, `disable`…) the other text lacks |
 //! | `reason_names_gap` | 1 when a lesson strategy term missing from the proposal's strategy part appears in its reason part |
@@ -429,6 +429,7 @@ pub fn features(lesson: &Prepared, proposal: &Prepared, cosine: Option<f64>) -> 
     v[at("dice")] = lexical_similarity(lw, pw);
     v[at("dice_strategy")] = lexical_similarity(ls, ps);
     let (lw_bag, pw_bag) = (bag(lw.terms()), bag(pw.terms()));
+    let (ls_bag, ps_bag) = (bag(ls.terms()), bag(ps.terms()));
     v[at("lesson_covered")] = share_covered(ls.terms(), &pw_bag);
     v[at("lesson_covered_4")] = v[at("lesson_covered")].powi(4);
     v[at("proposal_covered")] = share_covered(ps.terms(), &lw_bag);
@@ -478,7 +479,7 @@ pub fn features(lesson: &Prepared, proposal: &Prepared, cosine: Option<f64>) -> 
             .cloned()
             .collect()
     };
-    let (ln, pn) = (numbers(ls, &bag(ps.terms())), numbers(ps, &bag(ls.terms())));
+    let (ln, pn) = (numbers(ls, &ps_bag), numbers(ps, &ls_bag));
     if !ln.is_empty() && !pn.is_empty() {
         flag(
             "number_mismatch",
@@ -549,7 +550,6 @@ pub fn features(lesson: &Prepared, proposal: &Prepared, cosine: Option<f64>) -> 
 
     // The proposal's reason names what its strategy part dropped from the lesson.
     if let Some(reason) = &proposal.reason {
-        let ps_bag = bag(ps.terms());
         let in_reason = bag(reason.terms());
         let dropped = missing(ls.terms(), &ps_bag);
         if dropped.iter().any(|t| in_reason.contains_key(t)) {

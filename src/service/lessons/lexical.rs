@@ -871,27 +871,17 @@ fn normalise_quantities(order: &[Slot], words: &[Word], produced: &mut [Vec<Term
 }
 
 /// An identifier whose last part is a unit of time written out (`max.poll.interval.ms`,
-/// `ttl_seconds`); single letters (`config.h`) do not count.
+/// `ttl_seconds`): a word of two letters or more that the phrase table reads as a unit of time
+/// (single letters, as in `config.h`, do not count).
 fn names_unit(word: &Word) -> bool {
-    const NAMES: &[&str] = &[
-        "ms",
-        "millis",
-        "milliseconds",
-        "sec",
-        "secs",
-        "seconds",
-        "min",
-        "mins",
-        "minutes",
-        "hours",
-        "hrs",
-    ];
     word.ident
         && word
             .surface
             .rsplit(|c: char| !c.is_ascii_alphanumeric())
             .next()
-            .is_some_and(|last| NAMES.contains(&last))
+            .is_some_and(|last| {
+                last.len() >= 2 && matches!(canonical_word(last).as_str(), "ms" | "s" | "min" | "h")
+            })
 }
 
 /// `10,000` → `10000`: a comma between digits that is followed by exactly three digits is a

@@ -390,11 +390,13 @@ pub fn classify(
     Some((probability, f))
 }
 
-/// Differences that decide on their own: opposite words or operators in the strategy parts
-/// (`reversal`), the same terms in swapped roles (`swapped`), or a proposal that moves away
-/// from what the lesson does (`rejected`: "… instead of in a `parallel` block"). These are
-/// explicit reversals where they are reliable — outside the reason clauses, which invent and
-/// cancel opposites — and a repeated failure is never an inverted strategy. The
+/// Differences that decide on their own: opposite words or operators in the
+/// strategy parts (`reversal`), the same terms in swapped roles (`swapped`), a proposal that
+/// moves away from what the lesson does (`rejected`: "… instead of in a `parallel` block") or
+/// stops doing it (`negated`: "Stop running …", "without `--force`"), and a number each
+/// strategy part has and the other lacks (`number_mismatch`). These are explicit differences
+/// where they are reliable — outside the reason clauses, which invent and cancel opposites —
+/// and a repeated failure is never an inverted strategy. The
 /// classifier is not asked (P = 0); the lesson is a near miss with that reason. Training and
 /// evaluation leave such pairs out of the classifier's rows ([`classifier_rows`]).
 pub fn vetoed(f: &Features) -> bool {
