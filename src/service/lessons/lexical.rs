@@ -623,6 +623,8 @@ struct Word {
     ident: bool,
     /// The word resolved to a fixed term (contraction), bypassing the tables.
     fixed: Option<&'static str>,
+    /// The word is the last part of a hyphenated name (`minutes` in `timeout-minutes`).
+    hyphenated: bool,
 }
 
 /// A word, operator or clause boundary of the text, in reading order (steps 1 and 2).
@@ -648,10 +650,21 @@ fn analyse(normalised: &str) -> (Vec<String>, Vec<Piece>) {
                 };
                 let fixed = contraction(&surface);
                 let ident = fixed.is_none() && is_identifier(&surface);
+                // Words are slices of `joined`: look at the two bytes before this one.
+                let before = (w.as_ptr() as usize)
+                    .checked_sub(joined.as_ptr() as usize)
+                    .and_then(|at| joined.as_bytes().get(..at))
+                    .unwrap_or_default();
+                let hyphenated = before.ends_with(b"-")
+                    && before
+                        .len()
+                        .checked_sub(2)
+                        .is_some_and(|i| before[i].is_ascii_alphanumeric());
                 words.push(Word {
                     surface,
                     ident,
                     fixed,
+                    hyphenated,
                 });
                 order.push(Slot::Word(words.len() - 1));
             }
@@ -799,7 +812,9 @@ fn analyse(normalised: &str) -> (Vec<String>, Vec<Piece>) {
 /// 1/1024, `mb` 1, `gb` 1,024, `tb` 1,048,576 (MB; the binary and decimal spellings are one
 /// unit each in the phrase table, as agents use them interchangeably); `k` 1,000 (no unit). A
 /// bare `m` is left alone: it is minutes in a Go duration but millicores in a Kubernetes CPU
-/// request.
+/// request, unless its clause names a duration ([`duration_words`]: `-lock-timeout=10m`). A
+/// number word that multiplies (`hundred`, `thousand`, `million`) joins the number before it:
+/// `ten thousand` reads `10000`.
 fn normalise_quantities(order: &[Slot], words: &[Word], produced: &mut [Vec<Term>]) {
     const UNITS: &[(&str, &str, f64)] = &[
         ("ms", "s", 0.001),
@@ -818,6 +833,8 @@ fn normalise_quantities(order: &[Slot], words: &[Word], produced: &mut [Vec<Term
     let mut number: Option<(usize, usize, f64)> = None;
     // The factor of a unit named inside an identifier earlier in the clause.
     let mut implied: Option<f64> = None;
+    // The clause names a duration (`timeout`, `interval`…): a bare `m` after a number is minutes.
+    let mut duration = false;
     let settle = |number: &mut Option<(usize, usize, f64)>,
                   implied: Option<f64>,
                   produced: &mut [Vec<Term>]| {
@@ -836,12 +853,25 @@ fn normalise_quantities(order: &[Slot], words: &[Word], produced: &mut [Vec<Term
             Slot::Boundary => {
                 settle(&mut number, implied, produced);
                 implied = None;
+                duration = false;
                 continue;
             }
         };
         for t in 0..produced[w].len() {
             let canon = produced[w][t].canon.as_str();
-            let as_unit = unit(canon);
+            let as_unit = match canon {
+                "m" if duration => unit("min"),
+                _ => unit(canon),
+            };
+            if let Some((nw, nt, value)) = number
+                && let Some(factor) = multiplier(&produced[w][t].surface)
+            {
+                // `ten thousand`: one number.
+                produced[nw][nt].canon = format_quantity(value * factor);
+                produced[w][t].canon = String::new();
+                number = Some((nw, nt, value * factor));
+                continue;
+            }
             if let Some((nw, nt, value)) = number
                 && let Some((_, base, factor)) = as_unit
             {
@@ -852,6 +882,7 @@ fn normalise_quantities(order: &[Slot], words: &[Word], produced: &mut [Vec<Term
             }
             settle(&mut number, implied, produced);
             let canon = produced[w][t].canon.as_str();
+            duration |= duration_words().contains(canon);
             if let Some((_, "s", factor)) = as_unit
                 && names_unit(&words[w])
             {
@@ -870,11 +901,51 @@ fn normalise_quantities(order: &[Slot], words: &[Word], produced: &mut [Vec<Term
     settle(&mut number, implied, produced);
 }
 
-/// An identifier whose last part is a unit of time written out (`max.poll.interval.ms`,
-/// `ttl_seconds`): a word of two letters or more that the phrase table reads as a unit of time
-/// (single letters, as in `config.h`, do not count).
+/// Words that name a duration (canonical): in their clause a number followed by a bare `m`
+/// (`-lock-timeout=10m`, `interval: 5m`) is minutes, as in Go, Terraform and Prometheus
+/// durations. A CPU quantity in millicores (`500m`) is not in such a clause.
+fn duration_words() -> &'static HashSet<String> {
+    static WORDS: LazyLock<HashSet<String>> = LazyLock::new(|| {
+        [
+            "timeout",
+            "interval",
+            "ttl",
+            "delay",
+            "deadline",
+            "duration",
+            "period",
+            "wait",
+            "backoff",
+            "expiry",
+            "grace",
+            "retention",
+            "lifetime",
+            "sleep",
+        ]
+        .iter()
+        .map(|w| canonical_word(w))
+        .collect()
+    });
+    &WORDS
+}
+
+/// The factor of a number word that multiplies the number before it (`ten thousand`,
+/// `two hundred`); `None` for any other surface.
+fn multiplier(surface: &str) -> Option<f64> {
+    match surface {
+        "hundred" => Some(100.0),
+        "thousand" => Some(1000.0),
+        "million" => Some(1_000_000.0),
+        _ => None,
+    }
+}
+
+/// An identifier or a hyphenated name whose last part is a unit of time written out
+/// (`max.poll.interval.ms`, `ttl_seconds`, `timeout-minutes`): a word of two letters or more
+/// that the phrase table reads as a unit of time (single letters, as in `config.h`, do not
+/// count).
 fn names_unit(word: &Word) -> bool {
-    word.ident
+    (word.ident || word.hyphenated)
         && word
             .surface
             .rsplit(|c: char| !c.is_ascii_alphanumeric())
@@ -884,24 +955,26 @@ fn names_unit(word: &Word) -> bool {
             })
 }
 
-/// `10,000` → `10000`: a comma between digits that is followed by exactly three digits is a
-/// thousands separator, not a clause boundary.
+/// `10,000` → `10000` and `100_000` → `100000`: a comma or an underscore between digits that
+/// is followed by exactly three digits is a thousands separator (in prose, or in a Python, Rust,
+/// Java or JavaScript numeric literal), not a clause boundary or an identifier joiner.
 fn join_thousands(text: &str) -> std::borrow::Cow<'_, str> {
     let b = text.as_bytes();
     let separator = |i: usize| {
-        b[i] == b','
+        matches!(b[i], b',' | b'_')
             && i > 0
             && b[i - 1].is_ascii_digit()
             && b.len() >= i + 4
             && b[i + 1..i + 4].iter().all(u8::is_ascii_digit)
-            && b.get(i + 4).is_none_or(|c| !c.is_ascii_alphanumeric())
+            && b.get(i + 4)
+                .is_none_or(|&c| c == b'_' || !c.is_ascii_alphanumeric())
     };
     if !(0..b.len()).any(separator) {
         return text.into();
     }
     let mut out = String::with_capacity(text.len());
     for (i, c) in text.char_indices() {
-        if !(c == ',' && separator(i)) {
+        if !(matches!(c, ',' | '_') && separator(i)) {
             out.push(c);
         }
     }
@@ -1047,7 +1120,7 @@ mod tests {
         );
         assert_eq!(
             (antonyms().len(), modifiers().len(), number_words().len()),
-            (72, 63, 16)
+            (72, 63, 17)
         );
         assert!(phrases().contains(&("k8s", "kubernetes")));
         assert!(antonyms().contains(&("increase", "decrease")));
@@ -1206,6 +1279,13 @@ mod tests {
                 "increase max poll interval ms 600",
             ),
             ("`cache_ttl_minutes` to 60", "cach ttl min 3600"),
+            ("`timeout-minutes` to 60", "timeout min 3600"),
+            ("`-lock-timeout=10m`", "lock timeout 600 s"),
+            ("poll interval 5m", "poll interval 300 s"),
+            ("`chunksize=100_000`", "chunksiz 100000"),
+            ("`1_000_000` rows", "1000000 row"),
+            ("ten thousand rows at a time", "10000 row tim"),
+            ("two hundred workers", "200 worker"),
             (
                 "include `config.h` with 3 retries",
                 "includ config h 3 retry",
