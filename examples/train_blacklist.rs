@@ -36,7 +36,11 @@ use std::fmt::Write as _;
 
 use meta_utl_mcp::service::lessons::classifier::{LogisticModel, cross_validated, parse_models};
 use meta_utl_mcp::service::lessons::features::{FEATURE_SIGNS, LEXICAL_FEATURES, MODEL_FEATURES};
-use meta_utl_mcp::service::lessons::matching::classifier_rows;
+use meta_utl_mcp::service::lessons::features::{Prepared, features};
+use meta_utl_mcp::service::lessons::matching::{
+    VETOES, classifier_rows, is_candidate, shares_most,
+};
+use meta_utl_mcp::service::lessons::similarity::lexical_similarity;
 use meta_utl_mcp::service::lessons::text::{normalise_strategy, word_tokens};
 use meta_utl_mcp::service::lessons::vectors::cosine_score;
 use serde::Deserialize;
@@ -327,6 +331,40 @@ fn print_errors(name: &str, pairs: &[Pair], r: &Rows, best: &[f64], t: f64) {
             "  [{}] p={:.2}\n    lesson:   {}\n    proposal: {}",
             p.kind, best[i], p.lesson, p.proposal
         );
+        if p.same && best[i] == f64::NEG_INFINITY {
+            eprintln!("    why:      {}", not_asked(p));
+        }
+    }
+}
+
+/// Why the classifier was never asked about a `same` pair's own lesson: the stage that left it
+/// out, or the vetoes that fired with the words behind them.
+fn not_asked(p: &Pair) -> String {
+    let (lesson, proposal) = (
+        normalise_strategy(&p.lesson),
+        normalise_strategy(&p.proposal),
+    );
+    let (l, q) = (Prepared::new(&lesson), Prepared::new(&proposal));
+    if !is_candidate(lexical_similarity(l.whole(), q.whole()), None) {
+        return "first stage (Dice below the candidate floor)".into();
+    }
+    let f = features(&l, &q, None);
+    if !shares_most(&f) {
+        return "second stage (shares at most half of either strategy)".into();
+    }
+    let fired: Vec<String> = f
+        .reasons
+        .iter()
+        .filter(|(k, _)| VETOES.contains(&MODEL_FEATURES[*k]))
+        .map(|(k, r)| {
+            let (a, b) = r.words();
+            format!("{} ({a} / {b})", MODEL_FEATURES[*k])
+        })
+        .collect();
+    if fired.is_empty() {
+        "(asked)".into()
+    } else {
+        format!("vetoed: {}", fired.join(", "))
     }
 }
 

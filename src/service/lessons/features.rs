@@ -354,12 +354,22 @@ fn negation_cues() -> &'static HashSet<String> {
     &CUES
 }
 
-/// Negation cues (canonical) among a text's units, with their surfaces.
+/// Whether `units[i]` is a negation cue: a word of [`NEGATION_CUES`] (canonical), but not
+/// `off` before an article ("off the main thread" moves work, it negates nothing).
+fn is_cue(units: &[Unit<'_>], i: usize) -> bool {
+    let u = &units[i];
+    negation_cues().contains(u.canon)
+        && !(u.surface == "off"
+            && units
+                .get(i + 1)
+                .is_some_and(|n| matches!(n.surface, "the" | "a" | "an")))
+}
+
+/// Negation cues ([`is_cue`]) among a text's units, with their surfaces.
 fn cues<'a>(units: &[Unit<'a>]) -> Vec<Unit<'a>> {
-    units
-        .iter()
-        .filter(|u| negation_cues().contains(u.canon))
-        .copied()
+    (0..units.len())
+        .filter(|&i| is_cue(units, i))
+        .map(|i| units[i])
         .collect()
 }
 
@@ -392,7 +402,7 @@ fn governed<'a>(
     }
     units.iter().enumerate().find_map(|(i, cue)| {
         let purpose = i > 0 && units[i - 1].canon == "to";
-        if !negation_cues().contains(cue.canon) || purpose || other_squashed.contains(cue.surface) {
+        if !is_cue(units, i) || purpose || other_squashed.contains(cue.surface) {
             return None;
         }
         units[i + 1..]
@@ -401,6 +411,39 @@ fn governed<'a>(
             .find(|u| !negation_cues().contains(u.canon) && other_terms.contains_key(u.canon))
             .map(|u| (cue.surface, u.surface))
     })
+}
+
+/// The bare numbers of `part` read as milliseconds, and its durations in seconds read as
+/// milliseconds: (bare number → its value in seconds, the seconds values × 1000). A number is
+/// bare when no unit term follows it; a duration is a number followed by `s` (what
+/// [`super::lexical`] writes every unit of time as).
+fn bare_as_ms(part: &LexicalText) -> (HashMap<&str, String>, Vec<String>) {
+    let terms = part.terms();
+    let (mut bare, mut in_ms) = (HashMap::new(), Vec::new());
+    for (i, t) in terms.iter().enumerate() {
+        let Ok(v) = t.parse::<f64>() else { continue };
+        if !guard::is_number(t) || !v.is_finite() {
+            continue;
+        }
+        match terms.get(i + 1).map(String::as_str) {
+            Some("s") => in_ms.push(quantity(v * 1000.0)),
+            Some("mb") => {}
+            _ => {
+                bare.insert(t.as_str(), quantity(v / 1000.0));
+            }
+        }
+    }
+    (bare, in_ms)
+}
+
+/// A quantity as [`super::lexical`] writes it: `30`, `0.5`.
+fn quantity(v: f64) -> String {
+    let r = (v * 1e6).round() / 1e6;
+    if r.fract() == 0.0 && r.abs() < 1e15 {
+        format!("{}", r as i64)
+    } else {
+        format!("{r}")
+    }
 }
 
 /// The two coverage shares of [`features`] alone: (`lesson_covered`, `proposal_covered`), for a
@@ -456,8 +499,8 @@ pub fn features(lesson: &Prepared, proposal: &Prepared, cosine: Option<f64>) -> 
             false
         }
     };
-    if !flag("reversal", guard::opposites(ls, ps)) {
-        flag("reversal_whole", guard::opposites(lw, pw));
+    if !flag("reversal", guard::opposite_states(ls, ps)) {
+        flag("reversal_whole", guard::opposite_states(lw, pw));
     }
     flag("swapped", guard::swapped_roles(lw, pw));
     match guard::substitution(ls, ps) {
@@ -479,7 +522,16 @@ pub fn features(lesson: &Prepared, proposal: &Prepared, cosine: Option<f64>) -> 
             .cloned()
             .collect()
     };
-    let (ln, pn) = (numbers(ls, &ps_bag), numbers(ps, &ls_bag));
+    let (mut ln, mut pn) = (numbers(ls, &ps_bag), numbers(ps, &ls_bag));
+    // A bare number of milliseconds against the same duration in seconds (`testTimeout` 30000
+    // and 30 s): configuration keys without a unit commonly take milliseconds.
+    let (l_ms, p_ms) = (bare_as_ms(ls), bare_as_ms(ps));
+    // `n` of one side is the other side's bare milliseconds or seconds, read the other way.
+    let in_ms = |n: &String, other: &(HashMap<&str, String>, Vec<String>)| {
+        other.1.contains(n) || other.0.values().any(|s| s == n)
+    };
+    ln.retain(|n| !in_ms(n, &p_ms));
+    pn.retain(|n| !in_ms(n, &l_ms));
     if !ln.is_empty() && !pn.is_empty() {
         flag(
             "number_mismatch",
@@ -665,6 +717,23 @@ mod tests {
             value(&x, "reversal") == 1.0 || value(&x, "negation_mismatch") == 1.0,
             "{x:?}"
         );
+        // Bare milliseconds against seconds: the same value, or not.
+        let x = f(
+            "Set `requestTimeout` to 15000 in the client options",
+            "Set `requestTimeout` to 15 s in the client options",
+        );
+        assert_eq!(value(&x, "number_mismatch"), 0.0, "{x:?}");
+        let x = f(
+            "Set `requestTimeout` to 15000 in the client options",
+            "Set `requestTimeout` to 45 s in the client options",
+        );
+        assert_eq!(value(&x, "number_mismatch"), 1.0, "{x:?}");
+        // `off the` moves work; it turns nothing off.
+        let x = f(
+            "Run the image resize on a worker thread",
+            "Run the image resize off the main thread, on a worker thread",
+        );
+        assert_eq!(value(&x, "negated"), 0.0, "{x:?}");
         // Another identifier.
         let x = f(
             "Add an index on `orders.customer_id`",

@@ -270,9 +270,109 @@ fn are_opposites(a: &str, b: &str) -> bool {
     negated(a, b) || negated(b, a)
 }
 
+/// Whether the term at `pieces[i]` is used as a preposition, not as a state or a step, so that
+/// it opposes nothing: a stop word that does not stand as a value (`on` in "render only on the
+/// client", `with` in "create the index with …"; a value ends its clause or follows `=`), or
+/// `off` before an article ("off the main thread").
+pub(super) fn is_preposition(pieces: &[Piece], i: usize) -> bool {
+    let Piece::Term(t) = &pieces[i] else {
+        return false;
+    };
+    let next = pieces.get(i + 1);
+    if t.stop {
+        let value = matches!(next, None | Some(Piece::Boundary))
+            || (i > 0 && matches!(pieces[i - 1], Piece::Op(Op::Assign)));
+        return !value;
+    }
+    t.surface == "off"
+        && matches!(next, Some(Piece::Term(n)) if matches!(n.surface.as_str(), "the" | "a" | "an"))
+}
+
+/// [`units`] without the ones used as prepositions ([`is_preposition`]).
+pub(super) fn units_in_use(t: &LexicalText) -> Vec<Unit<'_>> {
+    let pieces = t.pieces();
+    pieces
+        .iter()
+        .enumerate()
+        .filter(|&(i, _)| !is_preposition(pieces, i))
+        .filter_map(|(_, p)| match p {
+            Piece::Term(Term { canon, surface, .. }) => Some(Unit { canon, surface }),
+            Piece::Op(op) => Some(Unit {
+                canon: op.as_str(),
+                surface: op.as_str(),
+            }),
+            Piece::Boundary => None,
+        })
+        .collect()
+}
+
 pub(super) fn opposites(lesson: &LexicalText, proposal: &LexicalText) -> Option<GuardReason> {
-    let (l, p) = (units(lesson), units(proposal));
-    let (l_only, p_only) = (only_in(&l, &p), only_in(&p, &l));
+    opposite_units(&units(lesson), &units(proposal))
+}
+
+/// [`opposites`] for the classifier's `reversal` features: words used as prepositions
+/// ([`is_preposition`]) oppose nothing there. (A `without` that drops what the lesson has
+/// `with` is the `negated` feature's.)
+pub(super) fn opposite_states(lesson: &LexicalText, proposal: &LexicalText) -> Option<GuardReason> {
+    let reversal = |l: String, p: String| GuardReason::Reversal {
+        lesson: l,
+        proposal: p,
+    };
+    if let Some(u) = with_without(lesson, proposal) {
+        return Some(reversal(format!("with {u}"), format!("without {u}")));
+    }
+    if let Some(u) = with_without(proposal, lesson) {
+        return Some(reversal(format!("without {u}"), format!("with {u}")));
+    }
+    opposite_units(&units_in_use(lesson), &units_in_use(proposal))
+}
+
+/// `with X` in `a` against `without X` in `b`: the first content unit after a `without` of `b`
+/// is among the [`ROLE_WINDOW`] + 1 content units after a `with` of `a` ("with `preload_app!`"
+/// / "without `preload_app!`"; "with `CREATE INDEX CONCURRENTLY`" / "without `CONCURRENTLY`"),
+/// so the preposition `with` does oppose `without` ("with `CREATE INDEX CONCURRENTLY`" /
+/// "without blocking writes" do not).
+fn with_without<'a>(a: &LexicalText, b: &'a LexicalText) -> Option<&'a str> {
+    let (with, without) = (canonical_word("with"), canonical_word("without"));
+    fn after<'t>(t: &'t LexicalText, word: &str, n: usize) -> Vec<Unit<'t>> {
+        let e = elems(t);
+        let mut out = Vec::new();
+        for (i, p) in t.pieces().iter().enumerate() {
+            if matches!(p, Piece::Term(x) if x.canon == word) {
+                out.extend(
+                    e[i + 1..]
+                        .iter()
+                        .take_while(|x| !matches!(x, Elem::Boundary))
+                        .filter_map(|x| match x {
+                            Elem::Content(u) => Some(*u),
+                            _ => None,
+                        })
+                        .take(n),
+                );
+            }
+        }
+        out
+    }
+    let held = after(a, &with, ROLE_WINDOW + 1);
+    let e = elems(b);
+    b.pieces()
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| matches!(p, Piece::Term(x) if x.canon == without))
+        .find_map(|(i, _)| {
+            let u = e[i + 1..]
+                .iter()
+                .take_while(|x| !matches!(x, Elem::Boundary))
+                .find_map(|x| match x {
+                    Elem::Content(u) => Some(*u),
+                    _ => None,
+                })?;
+            held.iter().any(|h| h.canon == u.canon).then_some(u.surface)
+        })
+}
+
+fn opposite_units(l: &[Unit<'_>], p: &[Unit<'_>]) -> Option<GuardReason> {
+    let (l_only, p_only) = (only_in(l, p), only_in(p, l));
     for a in &l_only {
         for b in &p_only {
             if are_opposites(a.canon, b.canon) {
@@ -495,20 +595,47 @@ pub(super) fn rejected(lesson: &LexicalText, proposal: &LexicalText) -> Option<G
             })
             .collect()
     };
+    let lesson_elems = without_arrows(lesson);
     let (l, p) = (
-        roles(&without_arrows(lesson)),
+        roles(&lesson_elems),
         roles_with(&without_arrows(proposal), 1),
     );
+    let left = abandoned(&lesson_elems);
     let done = content(lesson);
     let has = |units: &[Unit<'_>], u: &Unit<'_>| units.iter().any(|v| v.canon == u.canon);
     let range = |u: &Unit<'_>| is_number(u.canon) && p.new.iter().all(|v| has(&done, v));
     p.old
         .iter()
-        .find(|u| has(&done, u) && !has(&l.old, u) && !range(u))
+        .find(|u| has(&done, u) && !has(&l.old, u) && !has(&left, u) && !range(u))
         .map(|u| GuardReason::Reversal {
             lesson: u.surface.to_owned(),
             proposal: format!("instead of {}", u.surface),
         })
+}
+
+/// What a text moves away from even where [`roles`] finds no complete pair of markers: the
+/// [`ROLE_WINDOW`] content units after `replace` or `from` (a `with` or `to` may sit past a
+/// clause boundary, "Replaced `create(:user)` with …", or be `into`), and after `swap` or
+/// `switch` unless the verb was `switch to` (whose object is the new thing).
+fn abandoned<'a>(e: &[Elem<'a>]) -> Vec<Unit<'a>> {
+    static VERBS: LazyLock<HashSet<String>> = LazyLock::new(|| {
+        ["swap", "switch"]
+            .iter()
+            .map(|w| canonical_word(w))
+            .collect()
+    });
+    let mut out = Vec::new();
+    for (i, x) in e.iter().enumerate() {
+        let opens = match x {
+            Elem::Marker(Marker::Replace | Marker::From) => true,
+            Elem::Content(u) => VERBS.contains(u.canon) && !u.surface.ends_with(" to"),
+            _ => false,
+        };
+        if opens {
+            out.extend(window(e, i, true, ROLE_WINDOW));
+        }
+    }
+    out
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -850,6 +977,54 @@ mod tests {
     }
 
     #[test]
+    fn prepositions_oppose_nothing() {
+        // Written for this unit test, not taken from a pair set.
+        let opposed = |l: &str, p: &str| {
+            opposite_states(&LexicalText::new(l), &LexicalText::new(p)).map(|r| r.to_string())
+        };
+        let cases: &[(&str, &str, Option<&str>)] = &[
+            (
+                "Disable SSR for the chart",
+                "Render the chart only on the client",
+                None,
+            ),
+            (
+                "Set `feature.beta` to on",
+                "Disable `feature.beta`",
+                Some("reversal: on vs disable"),
+            ),
+            (
+                "Build the bundle with esbuild",
+                "Build the bundle without minifying",
+                None,
+            ),
+            (
+                "Start the app with `--inspect` and `NODE_ENV=test`",
+                "Start the app without `--inspect`",
+                Some("reversal: with inspect vs without inspect"),
+            ),
+            (
+                "Start the app without `--inspect`",
+                "Start the app with `--inspect`, to attach the debugger",
+                Some("reversal: without inspect vs with inspect"),
+            ),
+            (
+                "Resize the images on a worker",
+                "Resize the images off the request thread",
+                None,
+            ),
+            (
+                "Turn the cache on",
+                "Turn the cache off",
+                Some("reversal: on vs off"),
+            ),
+        ];
+        for &(l, p, want) in cases {
+            assert_eq!(opposed(l, p).as_deref(), want, "{l:?} / {p:?}");
+        }
+    }
+
+    #[test]
     fn rejected_table() {
         // Written for this unit test, not taken from a pair set.
         let rejected = |l: &str, p: &str| {
@@ -871,6 +1046,29 @@ mod tests {
                 "Replace `moment` with `dayjs` in the date helpers",
                 "Use `dayjs` instead of `moment` in the date helpers",
                 None,
+            ),
+            // … even where its `with` or `to` is past a clause boundary, or is `into`, or the
+            // verb is `switch`.
+            (
+                "Replaced `fetch(url)` with `axios.get(url)` in the client",
+                "Call `axios.get(url)` instead of `fetch(url)` in the client",
+                None,
+            ),
+            (
+                "Moved the retry loop from `worker.py` into the `Scheduler`",
+                "Keep the retry loop in the `Scheduler` rather than `worker.py`",
+                None,
+            ),
+            (
+                "Switched `yarn install` to `pnpm install` in the lint job",
+                "Use `pnpm install` in the lint job instead of `yarn install`",
+                None,
+            ),
+            // `switch to X` takes X up: moving away from X is another approach.
+            (
+                "Switch to the G1 collector",
+                "Use the parallel collector instead of G1",
+                Some("reversal: g1 vs instead of g1"),
             ),
             // What the proposal replaces is not in the lesson: added detail.
             (

@@ -410,7 +410,7 @@ pub fn vetoed(f: &Features) -> bool {
 }
 
 /// The features that veto a block ([`vetoed`]).
-const VETOES: &[&str] = &[
+pub const VETOES: &[&str] = &[
     "reversal",
     "swapped",
     "rejected",
