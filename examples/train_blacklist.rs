@@ -46,10 +46,12 @@ use meta_utl_mcp::service::lessons::vectors::cosine_score;
 use serde::Deserialize;
 
 /// The development sets, tasks disjoint: the first written for issue 30 (1,105 pairs), the
-/// second written later by another helper (`tests/data/README.md`).
+/// second (529) and the third (457, long text) written later by other helpers
+/// (`tests/data/README.md`).
 const DEV_SETS: &[&str] = &[
     "tests/data/blacklist_pairs_agent_dev.jsonl",
     "tests/data/blacklist_pairs_agent_dev2.jsonl",
+    "tests/data/blacklist_pairs_agent_dev3.jsonl",
 ];
 const MODEL_FILE: &str = "data/blacklist_model.tsv";
 /// Folds of the cross-validation by task.

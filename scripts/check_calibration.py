@@ -26,6 +26,8 @@ SETS = [
     ("held-out (agent holdout)", "tests/data/blacklist_pairs_agent_holdout.jsonl"),
     ("development 2 (agent dev2)", "tests/data/blacklist_pairs_agent_dev2.jsonl"),
     ("second test (agent test2)", "tests/data/blacklist_pairs_agent_test2.jsonl"),
+    ("development 3 (agent dev3)", "tests/data/blacklist_pairs_agent_dev3.jsonl"),
+    ("third test (agent test3)", "tests/data/blacklist_pairs_agent_test3.jsonl"),
 ]
 
 

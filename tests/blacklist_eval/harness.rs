@@ -127,14 +127,16 @@ pub fn fresh_set() -> Vec<Pair> {
     load("blacklist_pairs_fresh.jsonl", FRESH_SET)
 }
 
-/// The agent-style development sets, checked likewise: the first (1,105 pairs) and the second
-/// (529 pairs, written later by another helper), tasks disjoint, as one set.
+/// The agent-style development sets, checked likewise: the first (1,105 pairs), the second
+/// (529 pairs) and the third (457 pairs, long text), each written later by another helper,
+/// tasks disjoint, as one set.
 pub fn agent_dev_set() -> Vec<Pair> {
-    let both = format!(
-        "{AGENT_DEV_SET}\n{}",
-        include_str!("../data/blacklist_pairs_agent_dev2.jsonl")
+    let all = format!(
+        "{AGENT_DEV_SET}\n{}\n{}",
+        include_str!("../data/blacklist_pairs_agent_dev2.jsonl"),
+        include_str!("../data/blacklist_pairs_agent_dev3.jsonl")
     );
-    load("blacklist_pairs_agent_dev{,2}.jsonl", &both)
+    load("blacklist_pairs_agent_dev{,2,3}.jsonl", &all)
 }
 
 /// The agent-style frozen test set, checked likewise.

@@ -7,7 +7,9 @@
 //! `data/blacklist_model.tsv` always meet the features they were fitted on.
 //!
 //! Each text is read twice: whole, and cut at its first *reason clause* ([`split_reason`]: "…,
-//! since the heap dump shows a 1.4 GB live set", "…so that CI goes green"). The strategy part
+//! since the heap dump shows a 1.4 GB live set", "…so that CI goes green"), after the context
+//! that precedes a stated intent when there is one ([`split_parts`]: "The pods are OOMKilled at
+//! 1Gi…, so *I'll* set `GOMEMLIMIT`…"; the context joins the reason part). The strategy part
 //! says what is done; the reason part says why, and often names the very value or target the
 //! lesson used ("…, since 1 starves the workers"), which would otherwise read as shared. Rules
 //! that look for a difference (the guard's opposites, swapped roles and substitutions,
@@ -129,6 +131,7 @@ const REASON_MARKERS: &[&str] = &[
     " so we ",
     " so ci ",
     ", so ",
+    " so ",
     ", which ",
     ", as ",
     ", given ",
@@ -163,6 +166,53 @@ const NEGATION_CUES: &[&str] = &[
 /// How far a negation cue reaches: the next this many words after it (stop words included),
 /// "stop *running the* migrations", "without *the* `--force` flag".
 const NEGATION_SCOPE: usize = 3;
+
+/// Markers of a stated intent after context, matched on the normalised text with their
+/// surrounding spaces: agents often write the symptom first and the step after it ("The pods
+/// are OOMKilled at 1Gi while the heap is 500 MB, so I'll set `GOMEMLIMIT` to 900MiB"). General
+/// English first-person future forms, not taken from any pair set.
+const INTENT_MARKERS: &[&str] = &[
+    " i'll ",
+    " i will ",
+    " we'll ",
+    " we will ",
+    " i'm going to ",
+    " i am going to ",
+    " we're going to ",
+    " we are going to ",
+    " i plan to ",
+    " we plan to ",
+    " let's ",
+    " so i'm ",
+];
+
+/// Fewest words of context before an intent marker for the text to be read as context, then
+/// strategy ("I'll" at the start, or after one or two words, opens the strategy itself).
+const MIN_CONTEXT_WORDS: usize = 4;
+
+/// Where the stated intent of `normalised` begins, after at least [`MIN_CONTEXT_WORDS`] words
+/// of context: the byte offset of the first [`INTENT_MARKERS`] marker's word; `None` when the
+/// text states no intent after context.
+pub fn intent_start(normalised: &str) -> Option<usize> {
+    INTENT_MARKERS
+        .iter()
+        .filter_map(|m| {
+            let at = normalised.find(m)?;
+            (normalised[..at].split_whitespace().count() >= MIN_CONTEXT_WORDS).then_some(at + 1)
+        })
+        .min()
+}
+
+/// `normalised` as (context, strategy part, reason part): the context before a stated intent
+/// ([`intent_start`]), then the rest cut at its first reason marker ([`split_reason`]).
+pub fn split_parts(normalised: &str) -> (Option<&str>, &str, Option<&str>) {
+    let (context, rest) = match intent_start(normalised) {
+        Some(at) => (Some(normalised[..at].trim_end()), &normalised[at..]),
+        None => (None, normalised),
+    };
+    let (strategy, reason) = split_reason(rest);
+    (context, strategy, reason)
+}
 
 /// `normalised` cut at its first reason marker: (strategy part, reason part). The strategy part
 /// is the whole text when no marker follows at least three words.
@@ -245,13 +295,17 @@ impl Prepared {
 
     fn with(whole: Arc<LexicalText>, analyse: impl Fn(&str) -> Arc<LexicalText>) -> Prepared {
         let normalised = whole.normalised();
-        let (strategy_text, reason_text) = split_reason(normalised);
-        let strategy = if reason_text.is_some() {
+        let (context, strategy_text, reason_text) = split_parts(normalised);
+        let strategy = if strategy_text.len() < normalised.len() {
             analyse(strategy_text)
         } else {
             whole.clone()
         };
-        let reason = reason_text.map(&analyse);
+        // What the text says besides its step: the context before it and the reason after it.
+        let reason = match (context, reason_text) {
+            (Some(c), Some(r)) => Some(analyse(&format!("{c}; {r}"))),
+            (c, r) => c.or(r).map(&analyse),
+        };
         let squashed = squash(normalised);
         let identifiers = identifiers(strategy_text, &strategy);
         Prepared {
@@ -436,6 +490,25 @@ fn bare_as_ms(part: &LexicalText) -> (HashMap<&str, String>, Vec<String>) {
     (bare, in_ms)
 }
 
+/// The unit of each number of `part`: `"s"` or `"mb"` when that term follows it (every
+/// duration and size is written in those base units by [`super::lexical`]), else `""` (a bare
+/// count). The first occurrence of a number decides.
+fn number_units(part: &LexicalText) -> HashMap<&str, &'static str> {
+    let terms = part.terms();
+    let mut out = HashMap::new();
+    for (i, t) in terms.iter().enumerate() {
+        if guard::is_number(t) {
+            let unit = match terms.get(i + 1).map(String::as_str) {
+                Some("s") => "s",
+                Some("mb") => "mb",
+                _ => "",
+            };
+            out.entry(t.as_str()).or_insert(unit);
+        }
+    }
+    out
+}
+
 /// A quantity as [`super::lexical`] writes it: `30`, `0.5`.
 fn quantity(v: f64) -> String {
     let r = (v * 1e6).round() / 1e6;
@@ -532,6 +605,42 @@ pub fn features(lesson: &Prepared, proposal: &Prepared, cosine: Option<f64>) -> 
     };
     ln.retain(|n| !in_ms(n, &p_ms));
     pn.retain(|n| !in_ms(n, &l_ms));
+    // A changed value is the same quantity with another number: a duration against a duration,
+    // a size against a size, a bare count against a bare count. (A 30 s timeout in the lesson
+    // and a 200 MB test file in the proposal are two quantities, not a changed value.)
+    let (lu, pu) = (number_units(ls), number_units(ps));
+    // A bare number of 1000 or more may be milliseconds: it compares with a duration too.
+    let unit = |units: &HashMap<&str, &'static str>, n: &String| match units
+        .get(n.as_str())
+        .copied()
+        .unwrap_or("")
+    {
+        "" if n.parse::<f64>().is_ok_and(|v| v >= 1000.0) => "ms?",
+        u => u,
+    };
+    let same_unit = |a: &str, b: &str| {
+        a == b
+            || (a == "ms?" && b == "s")
+            || (a == "s" && b == "ms?")
+            || (a == "ms?" && b.is_empty())
+            || (a.is_empty() && b == "ms?")
+    };
+    let comparable = |n: &String, others: &[String], mine: &HashMap<&str, &'static str>, theirs| {
+        others
+            .iter()
+            .any(|o| same_unit(unit(mine, n), unit(theirs, o)))
+    };
+    let (ln_c, pn_c): (Vec<String>, Vec<String>) = (
+        ln.iter()
+            .filter(|n| comparable(n, &pn, &lu, &pu))
+            .cloned()
+            .collect(),
+        pn.iter()
+            .filter(|n| comparable(n, &ln, &pu, &lu))
+            .cloned()
+            .collect(),
+    );
+    (ln, pn) = (ln_c, pn_c);
     if !ln.is_empty() && !pn.is_empty() {
         flag(
             "number_mismatch",
@@ -652,6 +761,31 @@ mod tests {
         ];
         for &(text, strategy, reason) in cases {
             assert_eq!(split_reason(text), (strategy, reason), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn split_parts_finds_the_step_after_context() {
+        // Written for this unit test, not taken from a pair set.
+        let cases: &[(&str, Option<&str>, &str, Option<&str>)] = &[
+            (
+                "the nightly export times out after 30 minutes on the big tenant, so i'll raise \
+                 the job timeout to 2 hours since the data doubled",
+                Some("the nightly export times out after 30 minutes on the big tenant, so"),
+                "i'll raise the job timeout to 2 hours",
+                Some("the data doubled"),
+            ),
+            // A stated intent at the start is the strategy itself.
+            (
+                "i'll raise the job timeout to 2 hours",
+                None,
+                "i'll raise the job timeout to 2 hours",
+                None,
+            ),
+            ("we raised the timeout", None, "we raised the timeout", None),
+        ];
+        for &(text, context, strategy, reason) in cases {
+            assert_eq!(split_parts(text), (context, strategy, reason), "{text:?}");
         }
     }
 
