@@ -166,6 +166,18 @@ pub fn agent_test2_set() -> Vec<Pair> {
     set
 }
 
+/// The third frozen agent-style test set (`tests/data/README.md`): 477 pairs over 64 tasks, 73
+/// long restatements, written by a helper who had seen neither the matcher nor the other sets,
+/// committed before its first score.
+pub fn agent_test3_set() -> Vec<Pair> {
+    let set = load(
+        "blacklist_pairs_agent_test3.jsonl",
+        include_str!("../data/blacklist_pairs_agent_test3.jsonl"),
+    );
+    assert_eq!(set.len(), 477, "third test set pairs");
+    set
+}
+
 /// Word tokens of a raw strategy, as the matcher counts them.
 fn token_count(raw: &str) -> usize {
     word_tokens(&normalise_strategy(raw)).len()
