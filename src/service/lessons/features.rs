@@ -34,12 +34,13 @@
 //! | `changed_number` | 1 when the strategy parts align but for a number (guard rule 3) |
 //! | `changed_target` | 1 when the strategy parts align but for a target (guard rule 3) |
 //! | `substituted_whole` | 1 when guard rule 3 fires on the whole texts |
-//! | `number_mismatch` | 1 when each strategy part has a number the other strategy part lacks (a reason clause that repeats the old value does not hide the change) |
+//! | `number_mismatch` | 1 when each strategy part has a number the other strategy part lacks, both of one kind of quantity (duration, size, count; a reason clause that repeats the old value does not hide the change; 30000 against 30 s is one value) |
 //! | `identifier_mismatch` | 1 when each strategy part has an identifier the other text lacks |
 //! | `negation_mismatch` | 1 when one strategy part has a negation cue (`without`, `no`, `not`, `stop`, `skip`, `unset`, `drop`, `remove`, `disable`…) the other text lacks |
 //! | `reason_names_gap` | 1 when a lesson strategy term missing from the proposal's strategy part appears in its reason part |
 //! | `negated` | 1 when a negation cue in one strategy part, absent from the other text, governs a term the other text has ("*Stop running* the migrations at startup" against "Run the migrations at startup"; "*without* `--force`" against "`--force`") |
 //! | `rejected` | 1 when the proposal moves away from a term the lesson does ("… *instead of* in a `parallel` block" against "… in a `parallel` block"; `guard::rejected`) |
+//! | `contrasted` | 1 when the proposal's reason part sets aside a lesson strategy term its strategy part lacks ("…, since the cold starts are in the authorizer, *not in* `orders-api`") |
 //!
 //! With a sentence-embedding model the classifier also reads `cosine`, the cosine similarity
 //! of the two texts' vectors ([`super::vectors::cosine_score`]), see [`MODEL_FEATURES`].
@@ -78,6 +79,7 @@ pub const MODEL_FEATURES: &[&str] = &[
     "reason_names_gap",
     "negated",
     "rejected",
+    "contrasted",
     "cosine",
 ];
 
@@ -114,6 +116,7 @@ pub const FEATURE_SIGNS: &[f64] = &[
     -1.0, // reason_names_gap
     -1.0, // negated
     -1.0, // rejected
+    -1.0, // contrasted
     1.0,  // cosine
 ];
 
@@ -519,6 +522,31 @@ fn quantity(v: f64) -> String {
     }
 }
 
+/// Words that set a thing aside in a reason clause: "…, not `orders-api`", "…, rather than
+/// the parser". General English.
+const CONTRAST_CUES: &[&str] = &["not", "rather", "instead"];
+
+/// A contrast cue of a reason part ([`CONTRAST_CUES`]) followed, within [`NEGATION_SCOPE`]
+/// units, by one of `dropped` (the lesson's strategy terms that the proposal's strategy part
+/// lacks): the proposal says why the lesson's target is not the one.
+fn contrasted(reason: &[Unit<'_>], dropped: &HashSet<&str>) -> Option<GuardReason> {
+    static CUES: LazyLock<HashSet<String>> =
+        LazyLock::new(|| CONTRAST_CUES.iter().map(|w| canonical_word(w)).collect());
+    reason.iter().enumerate().find_map(|(i, cue)| {
+        if !CUES.contains(cue.canon) {
+            return None;
+        }
+        reason[i + 1..]
+            .iter()
+            .take(NEGATION_SCOPE)
+            .find(|u| dropped.contains(u.canon))
+            .map(|u| GuardReason::ChangedTarget {
+                lesson: u.surface.to_owned(),
+                proposal: format!("{} {}", cue.surface, u.surface),
+            })
+    })
+}
+
 /// The two coverage shares of [`features`] alone: (`lesson_covered`, `proposal_covered`), for a
 /// caller that decides on them before computing the rest.
 pub fn coverage(lesson: &Prepared, proposal: &Prepared) -> (f64, f64) {
@@ -709,13 +737,18 @@ pub fn features(lesson: &Prepared, proposal: &Prepared, cosine: Option<f64>) -> 
     }
     flag("rejected", guard::rejected(lw, ps));
 
-    // The proposal's reason names what its strategy part dropped from the lesson.
+    // The proposal's reason names what its strategy part dropped from the lesson, and perhaps
+    // sets it aside ("…, since the cold starts are in the authorizer, not in `orders-api`").
+    let mut names_gap = false;
     if let Some(reason) = &proposal.reason {
         let in_reason = bag(reason.terms());
         let dropped = missing(ls.terms(), &ps_bag);
-        if dropped.iter().any(|t| in_reason.contains_key(t)) {
-            v[at("reason_names_gap")] = 1.0;
-        }
+        names_gap = dropped.iter().any(|t| in_reason.contains_key(t));
+        let dropped: HashSet<&str> = dropped.into_iter().collect();
+        flag("contrasted", contrasted(&guard::units(reason), &dropped));
+    }
+    if names_gap {
+        v[at("reason_names_gap")] = 1.0;
     }
     if let Some(c) = cosine {
         v[at("cosine")] = c;
@@ -868,6 +901,19 @@ mod tests {
             "Run the image resize off the main thread, on a worker thread",
         );
         assert_eq!(value(&x, "negated"), 0.0, "{x:?}");
+        // A reason that sets the lesson's target aside; and one that does not.
+        let x = f(
+            "Raise the worker pool to 16 threads in the billing service",
+            "Raise the worker pool to 16 threads in the search service, since the queue backs \
+             up in search, not billing",
+        );
+        assert_eq!(value(&x, "contrasted"), 1.0, "{x:?}");
+        let x = f(
+            "Raise the worker pool to 16 threads in the billing service",
+            "Raise the worker pool to 16 threads in billing, since the queue backs up there and \
+             not in search",
+        );
+        assert_eq!(value(&x, "contrasted"), 0.0, "{x:?}");
         // Another identifier.
         let x = f(
             "Add an index on `orders.customer_id`",
