@@ -298,7 +298,8 @@ mod lexical {
 
     /// The third frozen test set, first scored 2026-11-28 with the third design: F1 0.94, hard
     /// negatives let through 0.86, longer restatements caught 0.96 (70 of 73) all meet their
-    /// targets, which are its floors.
+    /// targets, which are its floors. Second score, with `contrasted` (`225e6cc`): 0.94 /
+    /// 0.89 / 0.96.
     #[test]
     fn classifier_lexical_test3() {
         evaluate_untouched(
@@ -313,6 +314,28 @@ mod lexical {
     }
 
     const TEST3_FLOORS: TestFloors = TestFloors {
+        f1: TARGET_F1_LEXICAL,
+        hard_let_through: TARGET_HARD_LET_THROUGH,
+        verbose_caught: TARGET_VERBOSE_CAUGHT,
+    };
+
+    /// The fourth frozen test set, first scored 2026-11-28 with the design of `225e6cc`: F1
+    /// 0.91, hard negatives let through 0.82, longer restatements caught 0.89 (66 of 74) all
+    /// meet their targets, which are its floors.
+    #[test]
+    fn classifier_lexical_test4() {
+        evaluate_untouched(
+            "lexical",
+            "fourth test",
+            Variant::Lexical,
+            None,
+            &crate::harness::agent_test4_set(),
+            TARGET_F1_LEXICAL,
+            &TEST4_FLOORS,
+        );
+    }
+
+    const TEST4_FLOORS: TestFloors = TestFloors {
         f1: TARGET_F1_LEXICAL,
         hard_let_through: TARGET_HARD_LET_THROUGH,
         verbose_caught: TARGET_VERBOSE_CAUGHT,
@@ -401,7 +424,8 @@ mod embedding {
 
     /// The third frozen test set, first scored 2026-11-28 with the third design: F1 0.94, hard
     /// negatives let through 0.86, longer restatements caught 0.96 (70 of 73) all meet their
-    /// targets, which are its floors.
+    /// targets, which are its floors. Second score, with `contrasted` (`225e6cc`): 0.94 /
+    /// 0.89 / 0.96.
     const TEST3_FLOORS: TestFloors = TestFloors {
         f1: TARGET_F1_MODEL,
         hard_let_through: TARGET_HARD_LET_THROUGH,
@@ -415,6 +439,25 @@ mod embedding {
             "third test",
             &crate::harness::agent_test3_set(),
             &TEST3_FLOORS,
+        );
+    }
+
+    /// The fourth frozen test set, first scored 2026-11-28 with the design of `225e6cc`: F1
+    /// 0.91, hard negatives let through 0.82, longer restatements caught 0.89 (66 of 74) all
+    /// meet their targets, which are its floors.
+    const TEST4_FLOORS: TestFloors = TestFloors {
+        f1: TARGET_F1_MODEL,
+        hard_let_through: TARGET_HARD_LET_THROUGH,
+        verbose_caught: TARGET_VERBOSE_CAUGHT,
+    };
+
+    #[test]
+    fn classifier_model_test4() {
+        untouched_with_model(
+            "classifier_model_test4",
+            "fourth test",
+            &crate::harness::agent_test4_set(),
+            &TEST4_FLOORS,
         );
     }
 
@@ -449,8 +492,8 @@ mod embedding {
 }
 
 /// A set nobody tuned on, scored with the shipped classifier, aggregates only: the held-out set
-/// (`tests/data/blacklist_pairs_agent_holdout.jsonl`) and the second and third frozen test sets
-/// (`…_agent_test2.jsonl`, `…_agent_test3.jsonl`), each written by a helper who had seen neither the code nor the
+/// (`tests/data/blacklist_pairs_agent_holdout.jsonl`) and the second to fourth frozen test
+/// sets (`…_agent_test2.jsonl` … `…_agent_test4.jsonl`), each written by a helper who had seen neither the code nor the
 /// other sets. The floors are a set's first score minus 0.02, rounded down (or issue 30's
 /// target where the first score met it), so a later change that does worse on wording nobody
 /// tuned on fails here.

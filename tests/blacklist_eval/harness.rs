@@ -178,6 +178,18 @@ pub fn agent_test3_set() -> Vec<Pair> {
     set
 }
 
+/// The fourth frozen agent-style test set (`tests/data/README.md`): 480 pairs over 62 tasks,
+/// 74 long restatements, written by a helper who had seen neither the matcher nor the other
+/// sets, committed before its first score.
+pub fn agent_test4_set() -> Vec<Pair> {
+    let set = load(
+        "blacklist_pairs_agent_test4.jsonl",
+        include_str!("../data/blacklist_pairs_agent_test4.jsonl"),
+    );
+    assert_eq!(set.len(), 480, "fourth test set pairs");
+    set
+}
+
 /// Word tokens of a raw strategy, as the matcher counts them.
 fn token_count(raw: &str) -> usize {
     word_tokens(&normalise_strategy(raw)).len()
