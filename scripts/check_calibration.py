@@ -28,6 +28,7 @@ SETS = [
     ("second test (agent test2)", "tests/data/blacklist_pairs_agent_test2.jsonl"),
     ("development 3 (agent dev3)", "tests/data/blacklist_pairs_agent_dev3.jsonl"),
     ("third test (agent test3)", "tests/data/blacklist_pairs_agent_test3.jsonl"),
+    ("fourth test (agent test4)", "tests/data/blacklist_pairs_agent_test4.jsonl"),
 ]
 
 

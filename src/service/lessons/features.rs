@@ -52,7 +52,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 
 use super::guard::{self, GuardReason, Unit};
-use super::lexical::{LexicalText, Piece, canonical_word};
+use super::lexical::{LexicalText, Piece, canonical_word, format_quantity};
 use super::similarity::lexical_similarity;
 
 /// Names of the features with a model, in vector order (see the module table): the
@@ -174,7 +174,7 @@ const NEGATION_SCOPE: usize = 3;
 /// surrounding spaces: agents often write the symptom first and the step after it ("The pods
 /// are OOMKilled at 1Gi while the heap is 500 MB, so I'll set `GOMEMLIMIT` to 900MiB"). General
 /// English first-person future forms, not taken from any pair set.
-const INTENT_MARKERS: &[&str] = &[
+pub const INTENT_MARKERS: &[&str] = &[
     " i'll ",
     " i will ",
     " we'll ",
@@ -191,7 +191,7 @@ const INTENT_MARKERS: &[&str] = &[
 
 /// Fewest words of context before an intent marker for the text to be read as context, then
 /// strategy ("I'll" at the start, or after one or two words, opens the strategy itself).
-const MIN_CONTEXT_WORDS: usize = 4;
+pub const MIN_CONTEXT_WORDS: usize = 4;
 
 /// Where the stated intent of `normalised` begins, after at least [`MIN_CONTEXT_WORDS`] words
 /// of context: the byte offset of the first [`INTENT_MARKERS`] marker's word; `None` when the
@@ -483,10 +483,10 @@ fn bare_as_ms(part: &LexicalText) -> (HashMap<&str, String>, Vec<String>) {
             continue;
         }
         match terms.get(i + 1).map(String::as_str) {
-            Some("s") => in_ms.push(quantity(v * 1000.0)),
+            Some("s") => in_ms.push(format_quantity(v * 1000.0)),
             Some("mb") => {}
             _ => {
-                bare.insert(t.as_str(), quantity(v / 1000.0));
+                bare.insert(t.as_str(), format_quantity(v / 1000.0));
             }
         }
     }
@@ -510,16 +510,6 @@ fn number_units(part: &LexicalText) -> HashMap<&str, &'static str> {
         }
     }
     out
-}
-
-/// A quantity as [`super::lexical`] writes it: `30`, `0.5`.
-fn quantity(v: f64) -> String {
-    let r = (v * 1e6).round() / 1e6;
-    if r.fract() == 0.0 && r.abs() < 1e15 {
-        format!("{}", r as i64)
-    } else {
-        format!("{r}")
-    }
 }
 
 /// Words that set a thing aside in a reason clause: "…, not `orders-api`", "…, rather than
