@@ -52,7 +52,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 
 use super::guard::{self, GuardReason, Unit};
-use super::lexical::{LexicalText, Piece, canonical_word, format_quantity};
+use super::lexical::{LexicalText, Piece, canonical_word};
 use super::similarity::lexical_similarity;
 
 /// Names of the features with a model, in vector order (see the module table): the
@@ -470,46 +470,63 @@ fn governed<'a>(
     })
 }
 
-/// The bare numbers of `part` read as milliseconds, and its durations in seconds read as
-/// milliseconds: (bare number → its value in seconds, the seconds values × 1000). A number is
-/// bare when no unit term follows it; a duration is a number followed by `s` (what
-/// [`super::lexical`] writes every unit of time as).
-fn bare_as_ms(part: &LexicalText) -> (HashMap<&str, String>, Vec<String>) {
-    let terms = part.terms();
-    let (mut bare, mut in_ms) = (HashMap::new(), Vec::new());
-    for (i, t) in terms.iter().enumerate() {
-        let Ok(v) = t.parse::<f64>() else { continue };
-        if !guard::is_number(t) || !v.is_finite() {
-            continue;
-        }
-        match terms.get(i + 1).map(String::as_str) {
-            Some("s") => in_ms.push(format_quantity(v * 1000.0)),
-            Some("mb") => {}
-            _ => {
-                bare.insert(t.as_str(), format_quantity(v / 1000.0));
-            }
-        }
-    }
-    (bare, in_ms)
+/// What a number of a strategy part measures, from the term after it: [`super::lexical`]
+/// writes every duration in `s` and every size in `mb`; any other number is a count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Duration,
+    Size,
+    Count,
 }
 
-/// The unit of each number of `part`: `"s"` or `"mb"` when that term follows it (every
-/// duration and size is written in those base units by [`super::lexical`]), else `""` (a bare
-/// count). The first occurrence of a number decides.
-fn number_units(part: &LexicalText) -> HashMap<&str, &'static str> {
-    let terms = part.terms();
-    let mut out = HashMap::new();
-    for (i, t) in terms.iter().enumerate() {
-        if guard::is_number(t) {
-            let unit = match terms.get(i + 1).map(String::as_str) {
-                Some("s") => "s",
-                Some("mb") => "mb",
-                _ => "",
-            };
-            out.entry(t.as_str()).or_insert(unit);
+/// A number of a strategy part: its term, its value (NaN for a version such as `1.2.3`) and
+/// what it measures.
+#[derive(Debug, Clone, Copy)]
+struct Quantity<'a> {
+    term: &'a str,
+    value: f64,
+    kind: Kind,
+}
+
+impl Quantity<'_> {
+    /// A bare count that is `other`'s duration in milliseconds, or the reverse (`testTimeout`
+    /// 30000 against 30 s): configuration keys without a unit commonly take milliseconds.
+    fn same_in_ms(&self, other: &Quantity<'_>) -> bool {
+        match (self.kind, other.kind) {
+            (Kind::Count, Kind::Duration) => self.value == other.value * 1000.0,
+            (Kind::Duration, Kind::Count) => self.value * 1000.0 == other.value,
+            _ => false,
         }
     }
-    out
+
+    /// Whether one changed into the other would be a changed value: the same kind of
+    /// quantity, a count of 1000 or more counting as a possible duration in milliseconds. (A
+    /// 30 s timeout and a 200 MB test file are two quantities, not a changed value.)
+    fn comparable(&self, other: &Quantity<'_>) -> bool {
+        let ms = |q: &Quantity<'_>| q.kind == Kind::Count && q.value >= 1000.0;
+        self.kind == other.kind
+            || (ms(self) && other.kind == Kind::Duration)
+            || (ms(other) && self.kind == Kind::Duration)
+    }
+}
+
+/// The numbers of `part` ([`guard::is_number`]), in order, with what each measures.
+fn quantities(part: &LexicalText) -> Vec<Quantity<'_>> {
+    let terms = part.terms();
+    terms
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| guard::is_number(t))
+        .map(|(i, t)| Quantity {
+            term: t,
+            value: t.parse::<f64>().unwrap_or(f64::NAN),
+            kind: match terms.get(i + 1).map(String::as_str) {
+                Some("s") => Kind::Duration,
+                Some("mb") => Kind::Size,
+                _ => Kind::Count,
+            },
+        })
+        .collect()
 }
 
 /// Words that set a thing aside in a reason clause: "…, not `orders-api`", "…, rather than
@@ -605,60 +622,27 @@ pub fn features(lesson: &Prepared, proposal: &Prepared, cosine: Option<f64>) -> 
     }
     flag("substituted_whole", guard::substitution(lw, pw));
 
-    // Numbers of each strategy part that the other whole text lacks.
-    let numbers = |part: &LexicalText, other: &HashMap<&str, usize>| -> Vec<String> {
-        part.terms()
-            .iter()
-            .filter(|t| guard::is_number(t) && !other.contains_key(t.as_str()))
-            .cloned()
+    // Numbers of each strategy part that the other strategy part lacks, less those that are
+    // the other's value in milliseconds; a change needs one of each side of one kind.
+    let (lq, pq) = (quantities(ls), quantities(ps));
+    fn unmatched<'a>(
+        mine: &[Quantity<'a>],
+        theirs: &[Quantity<'_>],
+        their_bag: &HashMap<&str, usize>,
+    ) -> Vec<Quantity<'a>> {
+        mine.iter()
+            .filter(|q| !their_bag.contains_key(q.term) && !theirs.iter().any(|o| q.same_in_ms(o)))
+            .copied()
             .collect()
-    };
-    let (mut ln, mut pn) = (numbers(ls, &ps_bag), numbers(ps, &ls_bag));
-    // A bare number of milliseconds against the same duration in seconds (`testTimeout` 30000
-    // and 30 s): configuration keys without a unit commonly take milliseconds.
-    let (l_ms, p_ms) = (bare_as_ms(ls), bare_as_ms(ps));
-    // `n` of one side is the other side's bare milliseconds or seconds, read the other way.
-    let in_ms = |n: &String, other: &(HashMap<&str, String>, Vec<String>)| {
-        other.1.contains(n) || other.0.values().any(|s| s == n)
-    };
-    ln.retain(|n| !in_ms(n, &p_ms));
-    pn.retain(|n| !in_ms(n, &l_ms));
-    // A changed value is the same quantity with another number: a duration against a duration,
-    // a size against a size, a bare count against a bare count. (A 30 s timeout in the lesson
-    // and a 200 MB test file in the proposal are two quantities, not a changed value.)
-    let (lu, pu) = (number_units(ls), number_units(ps));
-    // A bare number of 1000 or more may be milliseconds: it compares with a duration too.
-    let unit = |units: &HashMap<&str, &'static str>, n: &String| match units
-        .get(n.as_str())
-        .copied()
-        .unwrap_or("")
-    {
-        "" if n.parse::<f64>().is_ok_and(|v| v >= 1000.0) => "ms?",
-        u => u,
-    };
-    let same_unit = |a: &str, b: &str| {
-        a == b
-            || (a == "ms?" && b == "s")
-            || (a == "s" && b == "ms?")
-            || (a == "ms?" && b.is_empty())
-            || (a.is_empty() && b == "ms?")
-    };
-    let comparable = |n: &String, others: &[String], mine: &HashMap<&str, &'static str>, theirs| {
-        others
-            .iter()
-            .any(|o| same_unit(unit(mine, n), unit(theirs, o)))
-    };
-    let (ln_c, pn_c): (Vec<String>, Vec<String>) = (
-        ln.iter()
-            .filter(|n| comparable(n, &pn, &lu, &pu))
-            .cloned()
-            .collect(),
-        pn.iter()
-            .filter(|n| comparable(n, &ln, &pu, &lu))
-            .cloned()
-            .collect(),
-    );
-    (ln, pn) = (ln_c, pn_c);
+    }
+    fn changed<'a>(mine: &[Quantity<'a>], theirs: &[Quantity<'_>]) -> Vec<&'a str> {
+        mine.iter()
+            .filter(|q| theirs.iter().any(|o| q.comparable(o)))
+            .map(|q| q.term)
+            .collect()
+    }
+    let (lm, pm) = (unmatched(&lq, &pq, &ps_bag), unmatched(&pq, &lq, &ls_bag));
+    let (ln, pn) = (changed(&lm, &pm), changed(&pm, &lm));
     if !ln.is_empty() && !pn.is_empty() {
         flag(
             "number_mismatch",

@@ -333,42 +333,48 @@ pub(super) fn opposite_states(lesson: &LexicalText, proposal: &LexicalText) -> O
 /// so the preposition `with` does oppose `without` ("with `CREATE INDEX CONCURRENTLY`" /
 /// "without blocking writes" do not).
 fn with_without<'a>(a: &LexicalText, b: &'a LexicalText) -> Option<&'a str> {
-    let (with, without) = (canonical_word("with"), canonical_word("without"));
-    fn after<'t>(t: &'t LexicalText, word: &str, n: usize) -> Vec<Unit<'t>> {
-        let e = elems(t);
-        let mut out = Vec::new();
-        for (i, p) in t.pieces().iter().enumerate() {
-            if matches!(p, Piece::Term(x) if x.canon == word) {
-                out.extend(
-                    e[i + 1..]
-                        .iter()
-                        .take_while(|x| !matches!(x, Elem::Boundary))
-                        .filter_map(|x| match x {
-                            Elem::Content(u) => Some(*u),
-                            _ => None,
-                        })
-                        .take(n),
-                );
-            }
-        }
-        out
+    static WORDS: LazyLock<(String, String)> =
+        LazyLock::new(|| (canonical_word("with"), canonical_word("without")));
+    let (with, without) = (WORDS.0.as_str(), WORDS.1.as_str());
+    let has = |t: &LexicalText, word: &str| {
+        t.pieces()
+            .iter()
+            .any(|p| matches!(p, Piece::Term(x) if x.canon == word))
+    };
+    if !has(b, without) || !has(a, with) {
+        return None;
     }
-    let held = after(a, &with, ROLE_WINDOW + 1);
-    let e = elems(b);
-    b.pieces()
+    let held: Vec<Unit<'_>> = following(a, with, ROLE_WINDOW + 1)
+        .into_iter()
+        .flatten()
+        .collect();
+    following(b, without, 1)
+        .into_iter()
+        .filter_map(|units| units.first().copied())
+        .find(|u| held.iter().any(|h| h.canon == u.canon))
+        .map(|u| u.surface)
+}
+
+/// For each occurrence of the term `word` in `t`, the first `n` content units after it within
+/// its clause.
+fn following<'t>(t: &'t LexicalText, word: &str, n: usize) -> Vec<Vec<Unit<'t>>> {
+    let e = elems(t);
+    t.pieces()
         .iter()
         .enumerate()
-        .filter(|(_, p)| matches!(p, Piece::Term(x) if x.canon == without))
-        .find_map(|(i, _)| {
-            let u = e[i + 1..]
+        .filter(|(_, p)| matches!(p, Piece::Term(x) if x.canon == word))
+        .map(|(i, _)| {
+            e[i + 1..]
                 .iter()
                 .take_while(|x| !matches!(x, Elem::Boundary))
-                .find_map(|x| match x {
+                .filter_map(|x| match x {
                     Elem::Content(u) => Some(*u),
                     _ => None,
-                })?;
-            held.iter().any(|h| h.canon == u.canon).then_some(u.surface)
+                })
+                .take(n)
+                .collect()
         })
+        .collect()
 }
 
 fn opposite_units(l: &[Unit<'_>], p: &[Unit<'_>]) -> Option<GuardReason> {

@@ -982,7 +982,7 @@ fn join_thousands(text: &str) -> std::borrow::Cow<'_, str> {
 }
 
 /// A quantity in its shortest form: `600`, `0.5`, `1536` (no exponent; at most six decimals).
-pub(super) fn format_quantity(value: f64) -> String {
+fn format_quantity(value: f64) -> String {
     let rounded = (value * 1e6).round() / 1e6;
     if rounded.fract() == 0.0 && rounded.abs() < 1e15 {
         format!("{}", rounded as i64)
