@@ -1,5 +1,7 @@
 //! Timing of the embedding engine on a real model: load time, resident memory after load, and
-//! the latency of embedding one short sentence and a batch of 32.
+//! the latency of embedding one short sentence, agent-written strategies of 25 to 75 tokens one
+//! at a time, and a batch of 32, in the precision `META_UTL_EMBEDDING_PRECISION` chooses
+//! (default: int8 where the CPU has AVX-512 VNNI).
 //!
 //! ```text
 //! cargo build --release --example embed_bench
@@ -11,6 +13,7 @@
 //! target/release/examples/embed_bench $MODEL
 //! target/release/examples/embed_bench $MODEL
 //! RAYON_NUM_THREADS=1 target/release/examples/embed_bench $MODEL
+//! META_UTL_EMBEDDING_PRECISION=f32 target/release/examples/embed_bench $MODEL
 //! ```
 //!
 //! Arguments: `MODEL_DIR` (default: `$META_UTL_EMBEDDING_MODEL`), `CALLS` for the
@@ -38,6 +41,20 @@ const SENTENCES: &[&str] = &[
     "Revert the last commit and rebuild the Docker image without the cache",
 ];
 
+/// Strategies as coding agents write them (identifiers, a reason clause), 25 to 75 tokens: the
+/// proposals a blacklist check embeds.
+const AGENT_SENTENCES: &[&str] = &[
+    "Pin `numpy<2` in requirements.txt because the compiled extension breaks against the new ABI",
+    "Raise `max.poll.interval.ms` to 600000 in the consumer config so the slow batch handler \
+     stops getting kicked out of the group",
+    "Switch the `build` job in `.github/workflows/ci.yml` to cache `~/.cargo` with actions/cache \
+     keyed on Cargo.lock so CI goes green faster",
+    "I'll wrap the `fetchUser` call in `src/api/client.ts` with a retry helper that backs off \
+     exponentially up to five attempts, because the staging gateway drops roughly one request \
+     in twenty with a 502 and the integration suite in `tests/e2e/profile.spec.ts` keeps \
+     failing on it",
+];
+
 fn main() {
     let mut args = std::env::args().skip(1);
     let dir = args
@@ -61,9 +78,10 @@ fn main() {
     let load = start.elapsed();
     let rss_after = rss_kib();
     println!(
-        "model {} dim {} threads {threads}",
+        "model {} dim {} precision {} threads {threads}",
         embedder.model_id(),
-        embedder.dimension()
+        embedder.dimension(),
+        embedder.precision()
     );
     println!("load: {:.1} ms", ms(load));
     println!(
@@ -91,6 +109,21 @@ fn main() {
         })
         .collect();
     report(&format!("one sentence ({calls} calls)"), single);
+
+    for s in AGENT_SENTENCES {
+        let tokens = embedder.token_count(s).expect("tokenize");
+        let times: Vec<Duration> = (0..calls)
+            .map(|_| {
+                let t = Instant::now();
+                black_box(embedder.embed(&[black_box(*s)]).expect("embed"));
+                t.elapsed()
+            })
+            .collect();
+        report(
+            &format!("agent sentence of {tokens} tokens ({calls} calls)"),
+            times,
+        );
+    }
 
     let batch: Vec<&str> = SENTENCES.iter().cycle().take(32).copied().collect();
     black_box(embedder.embed(&batch).expect("embed"));

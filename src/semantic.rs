@@ -322,9 +322,15 @@ pub const OFF: &str = "off";
 /// # Errors
 /// An explicit folder that is missing or not a model this binary can load, or any explicit
 /// folder in a binary without the engine: the message names the path and the fix (the caller
-/// exits with status 2).
+/// exits with status 2). With a model on, a `META_UTL_EMBEDDING_PRECISION` other than `auto`,
+/// `f32` or `int8` (or `int8` on a CPU without AVX-512 VNNI), naming the variable.
 pub fn choose(explicit: Option<&str>, default: Option<PathBuf>) -> Result<ModelChoice, String> {
-    match explicit.filter(|s| !s.is_empty()) {
+    let explicit = explicit.filter(|s| !s.is_empty());
+    #[cfg(feature = "embedding")]
+    if explicit != Some(OFF) {
+        crate::embedding::Precision::from_env()?;
+    }
+    match explicit {
         Some(OFF) => Ok(ModelChoice::Off {
             reason: String::new(),
         }),

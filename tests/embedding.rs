@@ -15,8 +15,8 @@ use candle_nn::{VarBuilder, VarMap};
 use candle_transformers::models::bert::{BertModel, Config};
 use common::{assert_no_leftovers, real_model};
 use meta_utl_mcp::embedding::{
-    DEFAULT_MODEL_SHA256, Embedder, EmbeddingError, MODEL_ENV, install_model,
-    install_model_checked, sha256_file,
+    DEFAULT_MODEL_SHA256, Embedder, EmbeddingError, MODEL_ENV, PRECISION_ENV, Precision,
+    install_model, install_model_checked, sha256_file,
 };
 use serde_json::{Value, json};
 
@@ -26,6 +26,14 @@ const MAX_COMPONENT_DIFF: f32 = 1e-4;
 const MIN_COSINE: f32 = 0.9999;
 /// How far apart the same text's vector may be across batches (f32 summation order only).
 const BATCH_TOLERANCE: f32 = 1e-5;
+/// Smallest cosine similarity allowed between an int8 vector and the reference's: rounding
+/// activations and weights to 255 levels leaves all-MiniLM-L6-v2's vectors at a cosine of
+/// 0.997-0.9994 from sentence-transformers' on the fixture's 22 texts, and 0.9935 for the
+/// empty text (two tokens, so one rounding weighs more).
+const MIN_COSINE_INT8: f32 = 0.99;
+/// Smallest cosine allowed between a text's int8 and f32 vectors on the tiny random BERT
+/// (dimension 8, so one rounding weighs more than in 384 dimensions).
+const MIN_COSINE_INT8_TINY: f32 = 0.98;
 
 fn dot(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
@@ -50,9 +58,9 @@ fn vectors_match_sentence_transformers() {
     let Some(dir) = real_model("vectors_match_sentence_transformers") else {
         return;
     };
-    let fixture: Value = serde_json::from_str(include_str!("data/embedding_reference.json"))
-        .expect("fixture is JSON");
-    let embedder = Embedder::load(&dir).expect("the model in META_UTL_EMBEDDING_MODEL loads");
+    let fixture = reference_fixture();
+    let embedder = Embedder::load_with(&dir, Precision::F32)
+        .expect("the model in META_UTL_EMBEDDING_MODEL loads");
     assert_eq!(
         embedder.dimension(),
         fixture["dimension"].as_u64().unwrap() as usize
@@ -111,6 +119,111 @@ fn vectors_match_sentence_transformers() {
         let alone = embedder.embed(&[text]).unwrap().remove(0);
         assert!(max_diff(&alone, batched) <= BATCH_TOLERANCE, "{text:?}");
     }
+}
+
+fn reference_fixture() -> Value {
+    serde_json::from_str(include_str!("data/embedding_reference.json")).expect("fixture is JSON")
+}
+
+/// The fixture's texts and sentence-transformers' vectors of them.
+fn reference_vectors(fixture: &Value) -> Vec<(&str, Vec<f32>)> {
+    fixture["sentences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            let vector = e["vector"].as_array().unwrap();
+            (
+                e["text"].as_str().unwrap(),
+                vector.iter().map(|x| x.as_f64().unwrap() as f32).collect(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn int8_vectors_stay_close_to_sentence_transformers() {
+    let Some(dir) = real_model("int8_vectors_stay_close_to_sentence_transformers") else {
+        return;
+    };
+    if Embedder::load_with(&dir, Precision::Int8).is_err() {
+        let _ = writeln!(
+            std::io::stderr(),
+            "int8_vectors_stay_close_to_sentence_transformers: skipped, this CPU lacks AVX-512 VNNI"
+        );
+        return;
+    }
+    let fixture = reference_fixture();
+    let int8 = Embedder::load_with(&dir, Precision::Int8).unwrap();
+    assert_eq!(int8.precision(), Precision::Int8);
+    let reference = reference_vectors(&fixture);
+    let texts: Vec<&str> = reference.iter().map(|(t, _)| *t).collect();
+    let got = int8.embed(&texts).unwrap();
+    let mut worst = 1.0f32;
+    for ((text, want), vector) in reference.iter().zip(&got) {
+        let cosine = dot(vector, want) / (norm(vector) * norm(want));
+        assert!(
+            (norm(vector) - 1.0).abs() < 1e-5,
+            "{text:?}: not a unit vector"
+        );
+        assert!(cosine >= MIN_COSINE_INT8, "{text:?}: cosine {cosine}");
+        worst = worst.min(cosine);
+    }
+    // A text's vector is computed alone, whatever the batch.
+    for (text, batched) in texts.iter().zip(&got).take(4) {
+        assert_eq!(&int8.embed(&[text]).unwrap()[0], batched, "{text:?}");
+    }
+    let _ = writeln!(
+        std::io::stderr(),
+        "int8_vectors_stay_close_to_sentence_transformers: {} vectors, lowest cosine {worst}",
+        got.len()
+    );
+}
+
+#[test]
+fn load_takes_the_precision_of_the_environment() {
+    let tmp = tempfile::tempdir().unwrap();
+    let embedder = Embedder::load(&tiny_model(tmp.path(), "tiny")).unwrap();
+    assert_eq!(embedder.precision(), Precision::from_env().unwrap());
+}
+
+#[test]
+fn server_refuses_an_unknown_precision_naming_the_variable() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tiny_model(tmp.path(), "tiny");
+    let out = bin()
+        .env("META_UTL_EMBEDDING_PRECISION", "fp16")
+        .args(["--embedding-model", dir.to_str().unwrap(), "--db"])
+        .arg(tmp.path().join("db.sqlite"))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("META_UTL_EMBEDDING_PRECISION=\"fp16\"")
+            && stderr.contains("auto, f32 and int8"),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty());
+    assert!(
+        !tmp.path().join("db.sqlite").exists(),
+        "a refused start leaves no database"
+    );
+    // `f32` is accepted on every CPU, in any case; the server serves until stdin closes.
+    let out = bin()
+        .env("META_UTL_EMBEDDING_PRECISION", "F32")
+        .args(["--embedding-model", dir.to_str().unwrap(), "--db"])
+        .arg(tmp.path().join("db.sqlite"))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]
@@ -267,30 +380,77 @@ fn tiny_model_gives_unit_vectors_in_input_order() {
     assert!(max_diff(&got[0], &got[2]) > 1e-3);
 }
 
+/// The embedders of the tiny model in each precision this CPU runs.
+fn tiny_embedders(dir: &Path) -> Vec<Embedder> {
+    [Precision::F32, Precision::Int8]
+        .into_iter()
+        .filter_map(|p| Embedder::load_with(dir, p).ok())
+        .collect()
+}
+
 #[test]
 fn tiny_model_vector_does_not_depend_on_the_batch() {
     let tmp = tempfile::tempdir().unwrap();
-    let embedder = Embedder::load(&tiny_model(tmp.path(), "tiny")).unwrap();
-    let alone = embedder.embed(&["the cat"]).unwrap().remove(0);
-    // Padded next to a longer text, and in a call of more than one batch.
-    let mut texts = vec!["mock the database layer , the mat"; 40];
-    texts[37] = "the cat";
-    let batched = embedder.embed(&texts).unwrap();
-    assert!(max_diff(&alone, &batched[37]) <= BATCH_TOLERANCE);
-    assert!(max_diff(&batched[0], &batched[39]) <= BATCH_TOLERANCE);
+    for embedder in tiny_embedders(&tiny_model(tmp.path(), "tiny")) {
+        let alone = embedder.embed(&["the cat"]).unwrap().remove(0);
+        // Padded next to a longer text, and in a call of more than one batch.
+        let mut texts = vec!["mock the database layer , the mat"; 40];
+        texts[37] = "the cat";
+        let batched = embedder.embed(&texts).unwrap();
+        let precision = embedder.precision();
+        assert!(
+            max_diff(&alone, &batched[37]) <= BATCH_TOLERANCE,
+            "{precision}"
+        );
+        assert!(
+            max_diff(&batched[0], &batched[39]) <= BATCH_TOLERANCE,
+            "{precision}"
+        );
+    }
+}
+
+#[test]
+fn tiny_model_int8_vectors_stay_close_to_f32() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tiny_model(tmp.path(), "tiny");
+    let Ok(int8) = Embedder::load_with(&dir, Precision::Int8) else {
+        return;
+    };
+    let f32 = Embedder::load_with(&dir, Precision::F32).unwrap();
+    let texts = [
+        "the cat sat",
+        "",
+        "parse html with regex",
+        "mock the database layer . zebra",
+    ];
+    for (text, (a, b)) in texts.iter().zip(
+        int8.embed(&texts)
+            .unwrap()
+            .iter()
+            .zip(f32.embed(&texts).unwrap()),
+    ) {
+        let cosine = dot(a, &b);
+        assert!(cosine >= MIN_COSINE_INT8_TINY, "{text:?}: cosine {cosine}");
+        assert!((norm(a) - 1.0).abs() < 1e-5, "{text:?}");
+    }
 }
 
 #[test]
 fn tiny_model_cuts_inputs_at_max_seq_length() {
     let tmp = tempfile::tempdir().unwrap();
-    let embedder = Embedder::load(&tiny_model(tmp.path(), "tiny")).unwrap();
-    // [CLS] + 6 words + [SEP] = 8 tokens: everything after the sixth word is cut.
-    let six = "the cat sat on the mat";
-    let longer = "the cat sat on the mat with regex parse html";
-    assert_eq!(embedder.token_count(six).unwrap(), TINY_MAX_SEQ);
-    assert_eq!(embedder.token_count(longer).unwrap(), TINY_MAX_SEQ + 4);
-    let got = embedder.embed(&[six, longer]).unwrap();
-    assert!(max_diff(&got[0], &got[1]) <= BATCH_TOLERANCE);
+    for embedder in tiny_embedders(&tiny_model(tmp.path(), "tiny")) {
+        // [CLS] + 6 words + [SEP] = 8 tokens: everything after the sixth word is cut.
+        let six = "the cat sat on the mat";
+        let longer = "the cat sat on the mat with regex parse html";
+        assert_eq!(embedder.token_count(six).unwrap(), TINY_MAX_SEQ);
+        assert_eq!(embedder.token_count(longer).unwrap(), TINY_MAX_SEQ + 4);
+        let got = embedder.embed(&[six, longer]).unwrap();
+        assert!(
+            max_diff(&got[0], &got[1]) <= BATCH_TOLERANCE,
+            "{}",
+            embedder.precision()
+        );
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -621,7 +781,9 @@ fn install_checks_the_configuration_too() {
 
 fn bin() -> std::process::Command {
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_meta-utl-mcp"));
-    cmd.env_remove("XDG_DATA_HOME").env_remove(MODEL_ENV);
+    cmd.env_remove("XDG_DATA_HOME")
+        .env_remove(MODEL_ENV)
+        .env_remove(PRECISION_ENV);
     cmd
 }
 

