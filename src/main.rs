@@ -49,8 +49,9 @@ struct Cli {
 
     /// Sentence-embedding model folder for the strategy blacklist, or `off` for the lexical
     /// matcher. A folder given here that is missing or not a model stops the server (exit 2).
-    /// The model runs on one thread unless RAYON_NUM_THREADS says otherwise (faster for
-    /// one-sentence passes on 2 cores; docs/PERFORMANCE.md).
+    /// It runs in 8-bit integers on CPUs with AVX-512 VNNI, else in f32 on one thread unless
+    /// RAYON_NUM_THREADS says otherwise; META_UTL_EMBEDDING_PRECISION=f32 keeps f32 (vectors
+    /// equal to sentence-transformers'; a check about 2× slower; docs/PERFORMANCE.md).
     /// [default: $XDG_DATA_HOME/meta-utl-mcp/models/all-MiniLM-L6-v2 when installed (see
     /// `model install`), else the lexical matcher]
     #[arg(long, env = "META_UTL_EMBEDDING_MODEL", value_name = "DIR|off")]

@@ -191,13 +191,20 @@ fn load_takes_the_precision_of_the_environment() {
 fn server_refuses_an_unknown_precision_naming_the_variable() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tiny_model(tmp.path(), "tiny");
-    let out = bin()
-        .env("META_UTL_EMBEDDING_PRECISION", "fp16")
-        .args(["--embedding-model", dir.to_str().unwrap(), "--db"])
-        .arg(tmp.path().join("db.sqlite"))
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
+    let db = tmp.path().join("db.sqlite");
+    // The server with the tiny model and the precision given, stdin closed at once.
+    let run = |precision: &str| {
+        bin()
+            .env(PRECISION_ENV, precision)
+            .arg("--embedding-model")
+            .arg(&dir)
+            .arg("--db")
+            .arg(&db)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let out = run("fp16");
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -206,24 +213,11 @@ fn server_refuses_an_unknown_precision_naming_the_variable() {
         "{stderr}"
     );
     assert!(out.stdout.is_empty());
-    assert!(
-        !tmp.path().join("db.sqlite").exists(),
-        "a refused start leaves no database"
-    );
+    assert!(!db.exists(), "a refused start leaves no database");
     // `f32` is accepted on every CPU, in any case; the server serves until stdin closes.
-    let out = bin()
-        .env("META_UTL_EMBEDDING_PRECISION", "F32")
-        .args(["--embedding-model", dir.to_str().unwrap(), "--db"])
-        .arg(tmp.path().join("db.sqlite"))
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = run("F32");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
 }
 
 #[test]

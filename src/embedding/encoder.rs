@@ -32,9 +32,12 @@ pub enum Precision {
 }
 
 impl Precision {
-    /// [`Precision::Int8`] where the CPU runs it, else [`Precision::F32`].
+    /// [`Precision::Int8`] where the CPU runs it, else [`Precision::F32`]; always
+    /// [`Precision::F32`] in a debug build, whose unoptimised int8 loops run tens of times
+    /// slower than candle (which `Cargo.toml` optimises even in debug builds). Tests of the
+    /// int8 engine ask for it with [`Embedder::load_with`].
     pub fn preferred() -> Precision {
-        if int8::supported() {
+        if !cfg!(debug_assertions) && int8::supported() {
             Precision::Int8
         } else {
             Precision::F32

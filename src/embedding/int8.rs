@@ -6,7 +6,7 @@
 //! (candle's matrix products reach about 55 GFLOP/s on so few rows). The same products in
 //! 8-bit integers with `vpdpbusd` (64 multiply-adds per instruction, summed into i32 without
 //! saturation) reach about 370 G operations/s there, so a whole pass of 33 tokens takes about
-//! 6 ms, attention, GELU and layer norms included.
+//! 5 ms, attention, GELU and layer norms included.
 //!
 //! Quantisation is *dynamic* (Zafrir et al., "Q8BERT: Quantized 8Bit BERT", 2019; the scheme
 //! of ONNX Runtime's `DynamicQuantizeLinear` + `MatMulInteger`): weights symmetric per output
