@@ -289,7 +289,12 @@ impl Embedder {
         let ids: Vec<&[u32]> = encodings.iter().map(|e| e.get_ids()).collect();
         let model = match &self.engine {
             // One text at a time: no padding, and the integer kernel is fast on few rows.
-            Engine::Int8(model) => return Ok(ids.iter().map(|ids| model.embed(ids)).collect()),
+            Engine::Int8(model) => {
+                return ids
+                    .iter()
+                    .map(|ids| model.embed(ids).map_err(EmbeddingError::from))
+                    .collect();
+            }
             Engine::F32(model) => model,
         };
 

@@ -617,16 +617,26 @@ impl Int8Bert {
     /// position count), divided by its L2 norm: `hidden` f32, ‖·‖₂ = 1. Empty `ids` give the
     /// zero vector.
     ///
-    /// # Panics
-    /// When an id is outside the vocabulary or `ids` is longer than the position table (the
-    /// tokenizer and its truncation rule out both).
-    pub fn embed(&self, ids: &[u32]) -> Vec<f32> {
+    /// # Errors
+    /// An id outside the vocabulary or more ids than positions (a tokenizer that does not
+    /// belong to the weights; the model's own tokenizer and truncation rule out both).
+    pub fn embed(&self, ids: &[u32]) -> candle_core::Result<Vec<f32>> {
+        let (vocab, positions) = (
+            self.word.len() / self.hidden,
+            self.position.len() / self.hidden,
+        );
+        if let Some(id) = ids.iter().find(|&&id| id as usize >= vocab) {
+            candle_core::bail!("token id {id} is outside the vocabulary of {vocab} words");
+        }
+        if ids.len() > positions {
+            candle_core::bail!("{} tokens exceed the {positions} positions", ids.len());
+        }
         #[cfg(target_arch = "x86_64")]
         if supported() {
             // SAFETY: `embed_avx512` only requires the features detected just above.
-            return unsafe { self.embed_avx512(ids) };
+            return Ok(unsafe { self.embed_avx512(ids) });
         }
-        self.embed_portable(ids)
+        Ok(self.embed_portable(ids))
     }
 
     /// [`Int8Bert::embed`] compiled for AVX-512: the f32 loops inlined below (quantisation,
@@ -924,6 +934,98 @@ mod tests {
         let (squares, sum) = squared_deviations(&v, 1.0);
         let want: f32 = v.iter().map(|x| (x - 1.0) * (x - 1.0)).sum();
         assert!((squares - want).abs() < 1e-3 && (sum - exact).abs() < 1e-4);
+    }
+
+    /// A one-layer encoder of hidden size 4 over 5 words and 3 positions, with pseudo-random
+    /// weights.
+    fn tiny_encoder() -> Int8Bert {
+        let config = Config {
+            vocab_size: 5,
+            hidden_size: 4,
+            num_hidden_layers: 1,
+            num_attention_heads: 2,
+            intermediate_size: 8,
+            max_position_embeddings: 3,
+            type_vocab_size: 2,
+            ..Config::default()
+        };
+        let mut tensors = HashMap::new();
+        let mut add = |name: String, shape: &[usize]| {
+            let len = shape.iter().product();
+            let values = matrix(len, tensors.len() as u64 + 11);
+            let t = Tensor::from_vec(values, shape, &candle_core::Device::Cpu).unwrap();
+            tensors.insert(name, t);
+        };
+        for (name, shape) in [
+            ("embeddings.word_embeddings", vec![5, 4]),
+            ("embeddings.position_embeddings", vec![3, 4]),
+            ("embeddings.token_type_embeddings", vec![2, 4]),
+        ] {
+            add(format!("bert.{name}.weight"), &shape);
+        }
+        let l = "bert.encoder.layer.0";
+        for (name, outputs, inputs) in [
+            ("attention.self.query", 4, 4),
+            ("attention.self.key", 4, 4),
+            ("attention.self.value", 4, 4),
+            ("attention.output.dense", 4, 4),
+            ("intermediate.dense", 8, 4),
+            ("output.dense", 4, 8),
+        ] {
+            add(format!("{l}.{name}.weight"), &[outputs, inputs]);
+            add(format!("{l}.{name}.bias"), &[outputs]);
+        }
+        for norm in [
+            "bert.embeddings.LayerNorm".to_string(),
+            format!("{l}.attention.output.LayerNorm"),
+            format!("{l}.output.LayerNorm"),
+        ] {
+            add(format!("{norm}.weight"), &[4]);
+            add(format!("{norm}.bias"), &[4]);
+        }
+        Int8Bert::load(&tensors, &config).unwrap()
+    }
+
+    #[test]
+    fn tiny_encoder_gives_unit_vectors_and_refuses_foreign_ids() {
+        let model = tiny_encoder();
+        let v = model.embed(&[0, 4, 2]).unwrap();
+        assert_eq!(v.len(), 4);
+        assert!((dot(&v, &v) - 1.0).abs() < 1e-5);
+        assert_eq!(model.embed(&[]).unwrap(), vec![0.0; 4]);
+        let err = model.embed(&[0, 5]).unwrap_err().to_string();
+        assert!(
+            err.contains("token id 5") && err.contains("5 words"),
+            "{err}"
+        );
+        let err = model.embed(&[0, 1, 2, 3]).unwrap_err().to_string();
+        assert!(err.contains("4 tokens exceed the 3 positions"), "{err}");
+    }
+
+    #[test]
+    fn load_names_a_missing_or_misshapen_tensor() {
+        let model = tiny_encoder();
+        assert_eq!((model.hidden, model.heads, model.layers.len()), (4, 2, 1));
+        let config = Config {
+            hidden_size: 4,
+            num_attention_heads: 3,
+            ..Config::default()
+        };
+        let err = Int8Bert::load(&HashMap::new(), &config)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.contains("num_attention_heads 3"), "{err}");
+        let config = Config {
+            hidden_size: 4,
+            num_attention_heads: 2,
+            ..Config::default()
+        };
+        let err = Int8Bert::load(&HashMap::new(), &config)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.contains("is missing"), "{err}");
     }
 
     #[test]
