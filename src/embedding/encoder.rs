@@ -185,15 +185,17 @@ impl Embedder {
             path: weights_path.clone(),
             source,
         };
-        let tensors = candle_core::safetensors::load_buffer(&bytes, &device)
-            .and_then(|tensors| with_linear_weights_transposed(tensors, &device))
-            .map_err(weights_error)?;
+        let tensors =
+            candle_core::safetensors::load_buffer(&bytes, &device).map_err(weights_error)?;
         drop(bytes);
         let engine = match precision {
+            // Packs the weights itself: candle's transposed copies would only be copied back.
             Precision::Int8 => {
                 Engine::Int8(Int8Bert::load(&tensors, &layout.bert).map_err(weights_error)?)
             }
             Precision::F32 => {
+                let tensors =
+                    with_linear_weights_transposed(tensors, &device).map_err(weights_error)?;
                 let vb = VarBuilder::from_tensors(tensors, DType::F32, &device);
                 Engine::F32(BertModel::load(vb, &layout.bert).map_err(weights_error)?)
             }

@@ -241,9 +241,6 @@ fn min_max(values: &[f32]) -> (f32, f32) {
     (lo, hi)
 }
 
-/// Sixteen zeros, for slices the compiler cannot prove are sixteen long.
-const ZEROS: [f32; LANES] = [0.0; LANES];
-
 /// The largest of `values` (−∞ for none).
 #[inline(always)]
 fn max_of(values: &[f32]) -> f32 {
@@ -274,29 +271,37 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
     lanes.iter().sum::<f32>() + tail
 }
 
-/// `(Σ (v − center)², Σ v)` over `values`.
+/// `Σ v` over `values`.
 #[inline(always)]
-fn squared_deviations(values: &[f32], center: f32) -> (f32, f32) {
-    let (mut squares, mut sums) = ([0.0f32; LANES], [0.0f32; LANES]);
+fn sum(values: &[f32]) -> f32 {
+    let mut lanes = [0.0f32; LANES];
     let (chunks, tail) = values.as_chunks::<LANES>();
     for chunk in chunks {
-        for ((q, s), v) in squares.iter_mut().zip(&mut sums).zip(chunk) {
-            *q += (v - center) * (v - center);
+        for (s, v) in lanes.iter_mut().zip(chunk) {
             *s += v;
         }
     }
-    let (mut square, mut sum) = (squares.iter().sum::<f32>(), sums.iter().sum::<f32>());
-    for v in tail {
-        square += (v - center) * (v - center);
-        sum += v;
+    lanes.iter().sum::<f32>() + tail.iter().sum::<f32>()
+}
+
+/// `Σ (v − center)²` over `values`.
+#[inline(always)]
+fn squared_deviations(values: &[f32], center: f32) -> f32 {
+    let mut lanes = [0.0f32; LANES];
+    let (chunks, tail) = values.as_chunks::<LANES>();
+    for chunk in chunks {
+        for (q, v) in lanes.iter_mut().zip(chunk) {
+            *q += (v - center) * (v - center);
+        }
     }
-    (square, sum)
+    let tail: f32 = tail.iter().map(|v| (v - center) * (v - center)).sum();
+    lanes.iter().sum::<f32>() + tail
 }
 
 /// `erf(x)` in f32 as a ratio of polynomials on `x` clamped to [-4, 4] (beyond it `erf` is
 /// ±1 in f32), without branches or `exp`, so a loop over it vectorises. Largest error against
-/// `libm::erff` 4.8e-7 (tested), far below the int8 rounding of the layer that follows. The coefficients are those of Eigen's
-/// `generic_fast_erf_float` (also XLA's f32 `erf`).
+/// `libm::erff` 4.8e-7 (tested), far below the int8 rounding of the layer that follows. The
+/// coefficients are those of Eigen's `generic_fast_erf_float` (also XLA's f32 `erf`).
 #[inline(always)]
 fn erf(x: f32) -> f32 {
     const ALPHA: [f32; 7] = [
@@ -470,8 +475,8 @@ impl LayerNorm {
     fn apply(&self, x: &mut [f32]) {
         let width = self.gamma.len();
         for row in x.chunks_exact_mut(width) {
-            let mean = squared_deviations(row, 0.0).1 / width as f32;
-            let var = squared_deviations(row, mean).0 / width as f32;
+            let mean = sum(row) / width as f32;
+            let var = squared_deviations(row, mean) / width as f32;
             let inv = 1.0 / (var + self.eps).sqrt();
             for ((v, g), b) in row.iter_mut().zip(&self.gamma).zip(&self.beta) {
                 *v = (*v - mean) * inv * g + b;
@@ -736,8 +741,7 @@ impl Int8Bert {
                     let mut lanes = [0.0f32; LANES];
                     for (c, &q) in q.iter().enumerate() {
                         let at = c * tokens + j0 * LANES;
-                        let keys: &[f32; LANES] = keys[at..at + LANES].try_into().unwrap_or(&ZEROS);
-                        for (l, &k) in lanes.iter_mut().zip(keys) {
+                        for (l, &k) in lanes.iter_mut().zip(&keys[at..at + LANES]) {
                             *l += q * k;
                         }
                     }
@@ -764,8 +768,7 @@ impl Int8Bert {
                     let mut lanes = [0.0f32; LANES];
                     for (j, &p) in scores.iter().enumerate() {
                         let at = j * stride + v0 + c0 * LANES;
-                        let v: &[f32; LANES] = qkv[at..at + LANES].try_into().unwrap_or(&ZEROS);
-                        for (l, &v) in lanes.iter_mut().zip(v) {
+                        for (l, &v) in lanes.iter_mut().zip(&qkv[at..at + LANES]) {
                             *l += p * v;
                         }
                     }
@@ -931,14 +934,14 @@ mod tests {
         let ones = vec![1.0f32; 37];
         let exact: f32 = v.iter().sum();
         assert!((dot(&v, &ones) - exact).abs() < 1e-4);
-        let (squares, sum) = squared_deviations(&v, 1.0);
         let want: f32 = v.iter().map(|x| (x - 1.0) * (x - 1.0)).sum();
-        assert!((squares - want).abs() < 1e-3 && (sum - exact).abs() < 1e-4);
+        assert!((squared_deviations(&v, 1.0) - want).abs() < 1e-3);
+        assert!((sum(&v) - exact).abs() < 1e-4);
     }
 
     /// A one-layer encoder of hidden size 4 over 5 words and 3 positions, with pseudo-random
     /// weights.
-    fn tiny_encoder() -> Int8Bert {
+    fn tiny_tensors() -> (HashMap<String, Tensor>, Config) {
         let config = Config {
             vocab_size: 5,
             hidden_size: 4,
@@ -983,6 +986,11 @@ mod tests {
             add(format!("{norm}.weight"), &[4]);
             add(format!("{norm}.bias"), &[4]);
         }
+        (tensors, config)
+    }
+
+    fn tiny_encoder() -> Int8Bert {
+        let (tensors, config) = tiny_tensors();
         Int8Bert::load(&tensors, &config).unwrap()
     }
 
@@ -1006,26 +1014,22 @@ mod tests {
     fn load_names_a_missing_or_misshapen_tensor() {
         let model = tiny_encoder();
         assert_eq!((model.hidden, model.heads, model.layers.len()), (4, 2, 1));
-        let config = Config {
-            hidden_size: 4,
-            num_attention_heads: 3,
-            ..Config::default()
+        let load_error = |tensors: &HashMap<String, Tensor>, config: &Config| {
+            Int8Bert::load(tensors, config).err().unwrap().to_string()
         };
-        let err = Int8Bert::load(&HashMap::new(), &config)
-            .err()
-            .unwrap()
-            .to_string();
+        let (mut tensors, mut config) = tiny_tensors();
+        let key = "bert.encoder.layer.0.output.dense.weight";
+        let wrong = Tensor::zeros((4, 7), candle_core::DType::F32, &candle_core::Device::Cpu);
+        let right = tensors.insert(key.into(), wrong.unwrap()).unwrap();
+        let err = load_error(&tensors, &config);
+        assert!(err.contains(key) && err.contains("[4, 7]"), "{err}");
+        tensors.remove(key);
+        let err = load_error(&tensors, &config);
+        assert!(err.contains(key) && err.contains("is missing"), "{err}");
+        tensors.insert(key.into(), right);
+        config.num_attention_heads = 3;
+        let err = load_error(&tensors, &config);
         assert!(err.contains("num_attention_heads 3"), "{err}");
-        let config = Config {
-            hidden_size: 4,
-            num_attention_heads: 2,
-            ..Config::default()
-        };
-        let err = Int8Bert::load(&HashMap::new(), &config)
-            .err()
-            .unwrap()
-            .to_string();
-        assert!(err.contains("is missing"), "{err}");
     }
 
     #[test]
