@@ -773,6 +773,92 @@ fn deleted_companions_lose_no_answered_write_and_other_processes_are_refused() {
     assert!(!text.contains("\"after\""), "a refused write was kept");
 }
 
+/// Take, in this test process, the read lock an open WAL-mode SQLite connection keeps on the
+/// database (`SHARED`: bytes 0x40000002.. of the file, 510 of them, os_unix.c). It lasts
+/// until the returned file, and every other descriptor of `db` in this process, is closed.
+#[cfg(unix)]
+fn hold_shared_lock(db: &Path) -> std::fs::File {
+    use std::os::fd::AsRawFd;
+    let file = std::fs::File::options()
+        .read(true)
+        .write(true)
+        .open(db)
+        .unwrap();
+    // SAFETY: `flock` is plain data, fully set below; the descriptor is valid.
+    let mut lock: libc::flock = unsafe { std::mem::zeroed() };
+    lock.l_type = libc::F_RDLCK as libc::c_short;
+    lock.l_whence = libc::SEEK_SET as libc::c_short;
+    lock.l_start = 0x4000_0002;
+    lock.l_len = 510;
+    assert_eq!(
+        unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETLK, &lock) },
+        0
+    );
+    file
+}
+
+/// A closed WAL-mode database of ours at `dir/s.db` holding one answered write, with an empty
+/// `-wal` and no `-shm`: what another process leaves for a moment while it opens the file.
+#[cfg(unix)]
+fn mid_open(dir: &Path) -> PathBuf {
+    let db = dir.join("s.db");
+    let out = common::run(&db, &[], (common::record_line(1, 1) + "\n").as_bytes());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let companion = |suffix: &str| PathBuf::from(format!("{}{suffix}", db.display()));
+    assert!(!companion("-wal").exists() && !companion("-shm").exists());
+    std::fs::write(companion("-wal"), b"").unwrap();
+    db
+}
+
+/// Another process between taking its lock and creating the `-shm` looks, for a moment, like
+/// one whose `-shm` was deleted; on a loaded CI machine the moment outlasted the 40 ms a
+/// server waited, and a server starting beside five others refused the file. Without proof
+/// (a deleted `-shm` kept open by the holder) a server waits and then opens.
+#[cfg(unix)]
+#[test]
+fn a_process_still_opening_the_file_is_waited_for_not_taken_for_an_orphan() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = mid_open(tmp.path());
+    let _lock = hold_shared_lock(&db);
+    let out = common::run(&db, &[], (common::record_line(2, 2) + "\n").as_bytes());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let answer = String::from_utf8_lossy(&out.stdout);
+    assert!(answer.contains("\"result\""), "{answer} {err}");
+    assert!(!err.contains("is open in process"), "{err}");
+    drop(_lock);
+    let count = Server::start_at(&db, &[]).tool_ok("get_meta_learning_status", json!({}))
+        ["interaction_count"]
+        .clone();
+    assert_eq!(count, 2);
+}
+
+/// With proof, a refusal at once: the holder keeps a deleted file of the `-shm`'s name open,
+/// which is what a process shows when its `-shm` was deleted under it.
+#[cfg(unix)]
+#[test]
+fn a_holder_keeping_a_deleted_shm_open_is_refused_at_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = mid_open(tmp.path());
+    let shm = PathBuf::from(format!("{}-shm", db.display()));
+    let _deleted_shm = std::fs::File::create(&shm).unwrap();
+    std::fs::remove_file(&shm).unwrap();
+    let _lock = hold_shared_lock(&db);
+    let out = common::run(&db, &[], b"");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "it opened the file: {err}");
+    assert!(
+        err.contains(&format!("is open in process {}", std::process::id()))
+            && err.contains("-shm is missing"),
+        "{err}"
+    );
+    assert!(!shm.exists(), "the refused server created the -shm");
+}
+
 /// `meta-utl-mcp model install --from SOURCE --to DEST`; returns (exit code, stderr).
 fn model_install(from: &Path, to: &Path) -> (Option<i32>, String) {
     let out = Command::new(bin())

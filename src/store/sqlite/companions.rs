@@ -84,9 +84,12 @@ const SHARED_FIRST: i64 = 0x4000_0002;
 /// Bytes in that range (`SHARED_SIZE`).
 const SHARED_SIZE: i64 = 510;
 
-/// Tries of [`refuse_orphaned`] before it believes what it sees (another process may be
-/// between taking its lock and creating the companions), and the wait between them.
-const ORPHAN_TRIES: u32 = 3;
+/// How long [`refuse_orphaned`] waits for a missing companion to appear (or the lock to go)
+/// before it decides, and the pause between looks. Another process may be between taking its
+/// lock and creating the companions, or between deleting them and releasing its lock as it
+/// closes; on a loaded machine that window lasted over 40 ms (a CI run refused a server that
+/// was merely starting beside five others).
+const ORPHAN_DEADLINE: std::time::Duration = std::time::Duration::from_secs(2);
 const ORPHAN_WAIT: std::time::Duration = std::time::Duration::from_millis(20);
 
 impl Companions {
@@ -137,7 +140,7 @@ pub(crate) fn lock_out_others(real: &Path) -> Result<Exclusive, u32> {
     if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETLK, &mut f) } == 0 {
         return Ok(Exclusive(file));
     }
-    Err(holder(&file).unwrap_or(0))
+    Err(lock_held(&file).map_or(0, |held| held.pid))
 }
 
 #[cfg(not(unix))]
@@ -145,21 +148,62 @@ pub(crate) fn lock_out_others(_: &Path) -> Result<Exclusive, u32> {
     Err(0)
 }
 
-/// The process, other than this one, that holds a lock in the `SHARED` range of `file`.
+/// A lock another process holds in the `SHARED` range of a database file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Held {
+    /// The process (0 when the kernel could not name it, e.g. another PID namespace).
+    pid: u32,
+    /// A write lock: SQLite's `EXCLUSIVE`, which a WAL-mode connection takes only while it
+    /// closes (checkpointing, then deleting the companions), or [`Exclusive`]. A read lock
+    /// is the `SHARED` lock every open WAL-mode connection keeps.
+    write: bool,
+}
+
+/// The lock, other than this process's, in the `SHARED` range of `file` (`F_GETLK` names one
+/// of them when there are several).
 #[cfg(unix)]
-fn holder(file: &File) -> Option<u32> {
+fn lock_held(file: &File) -> Option<Held> {
     use std::os::fd::AsRawFd;
     let mut f = shared_range(libc::F_WRLCK as libc::c_short);
     // SAFETY: a valid descriptor and a valid `flock`.
     if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GETLK, &mut f) } != 0 {
         return None;
     }
-    (f.l_type != libc::F_UNLCK as libc::c_short).then(|| u32::try_from(f.l_pid).unwrap_or(0))
+    (f.l_type != libc::F_UNLCK as libc::c_short).then(|| Held {
+        pid: u32::try_from(f.l_pid).unwrap_or(0),
+        write: f.l_type == libc::F_WRLCK as libc::c_short,
+    })
 }
 
 #[cfg(not(unix))]
-fn holder(_: &File) -> Option<u32> {
+fn lock_held(_: &File) -> Option<Held> {
     None
+}
+
+/// Whether process `pid` keeps a deleted file named like `companion` open: what a process
+/// shows when the companion was deleted under it (SQLite keeps the `-wal` and `-shm` open
+/// for as long as the database is). `None` when that cannot be learned (no `/proc`, another
+/// user's process, an unnamed process).
+///
+/// Matched by file name, not the whole path (a link in the path would make the same file
+/// read differently), so a mistake can only err towards refusing.
+fn keeps_deleted(pid: u32, companion: &Path) -> Option<bool> {
+    let name = companion.file_name()?.to_str()?;
+    let deleted = format!("/{name} (deleted)");
+    if pid == 0 {
+        return None;
+    }
+    let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?;
+    let mut any = false;
+    for fd in fds.flatten() {
+        any = true;
+        if std::fs::read_link(fd.path()).is_ok_and(|t| t.to_string_lossy().ends_with(&deleted)) {
+            return Some(true);
+        }
+    }
+    // A process holding a lock has the database open: no descriptor seen means the listing
+    // was not really readable.
+    any.then_some(false)
 }
 
 /// Whether the file's header says WAL mode (bytes 18 and 19 are 2: "write and read format
@@ -174,10 +218,18 @@ fn header_says_wal(file: &mut File) -> bool {
 /// only in its deleted WAL; opening would start another WAL beside it, and the file would be
 /// damaged or those writes lost.
 ///
+/// A missing companion beside a held lock is also what a process shows for a moment while it
+/// opens the file (lock taken, `-shm` not created yet) or closes it (companions deleted, lock
+/// not yet released). So it refuses at once only on proof: the holder, holding a read lock,
+/// keeps a deleted file of that name open (read from `/proc/PID/fd`). Otherwise it looks
+/// again every [`ORPHAN_WAIT`] for up to [`ORPHAN_DEADLINE`]; then it opens if the holder
+/// was seen to keep no deleted companion, and refuses when that could not be learned.
+///
 /// # Errors
 /// [`StoreError::Orphaned`] naming the process and the missing file.
 pub(crate) fn refuse_orphaned(real: &Path, shown: &str) -> Result<(), StoreError> {
-    for attempt in 1..=ORPHAN_TRIES {
+    let start = std::time::Instant::now();
+    loop {
         let Ok(mut file) = File::open(real) else {
             return Ok(()); // the caller's own checks say why
         };
@@ -188,17 +240,28 @@ pub(crate) fn refuse_orphaned(real: &Path, shown: &str) -> Result<(), StoreError
         let (Some(missing), true) = (missing, header_says_wal(&mut file)) else {
             return Ok(());
         };
-        let Some(pid) = holder(&file) else {
+        let Some(held) = lock_held(&file) else {
             return Ok(());
         };
-        if attempt == ORPHAN_TRIES {
-            return Err(StoreError::Orphaned {
-                path: shown.to_string(),
-                file: missing.display().to_string(),
-                pid,
-            });
+        let orphaned = || StoreError::Orphaned {
+            path: shown.to_string(),
+            file: missing.display().to_string(),
+            pid: held.pid,
+        };
+        let evidence = keeps_deleted(held.pid, &missing);
+        // A reader keeping the deleted companion open: certain, refuse now. A writer doing so
+        // is closing (or copying its WAL in): wait for it to let go.
+        if evidence == Some(true) && !held.write {
+            return Err(orphaned());
+        }
+        if start.elapsed() >= ORPHAN_DEADLINE {
+            // Still there: refuse unless the holder was seen not to keep a deleted companion
+            // (a process that took its lock but has not created the file yet, and is slow).
+            return match evidence {
+                Some(false) => Ok(()),
+                _ => Err(orphaned()),
+            };
         }
         std::thread::sleep(ORPHAN_WAIT);
     }
-    Ok(())
 }
