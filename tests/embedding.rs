@@ -146,15 +146,14 @@ fn int8_vectors_stay_close_to_sentence_transformers() {
     let Some(dir) = real_model("int8_vectors_stay_close_to_sentence_transformers") else {
         return;
     };
-    if Embedder::load_with(&dir, Precision::Int8).is_err() {
+    let Ok(int8) = Embedder::load_with(&dir, Precision::Int8) else {
         let _ = writeln!(
             std::io::stderr(),
             "int8_vectors_stay_close_to_sentence_transformers: skipped, this CPU lacks AVX-512 VNNI"
         );
         return;
-    }
+    };
     let fixture = reference_fixture();
-    let int8 = Embedder::load_with(&dir, Precision::Int8).unwrap();
     assert_eq!(int8.precision(), Precision::Int8);
     let reference = reference_vectors(&fixture);
     let texts: Vec<&str> = reference.iter().map(|(t, _)| *t).collect();

@@ -11,7 +11,7 @@ use tokenizers::{Tokenizer, TruncationDirection, TruncationParams, TruncationStr
 use super::EmbeddingError;
 use super::folder::{Layout, TOKENIZER, WEIGHTS};
 use super::int8::{self, Int8Bert};
-use super::pooling::{l2_normalize, mean_pool};
+use super::pooling::{l2_normalize, mean_pool, sentence_vector};
 
 /// Environment variable choosing the [`Precision`] of [`Embedder::load`]: `f32` or `int8`;
 /// unset or `auto`, [`Precision::preferred`].
@@ -294,7 +294,10 @@ impl Embedder {
             Engine::Int8(model) => {
                 return ids
                     .iter()
-                    .map(|ids| model.embed(ids).map_err(EmbeddingError::from))
+                    .map(|ids| {
+                        let states = model.last_hidden_state(ids)?;
+                        Ok(sentence_vector(states, ids.len(), model.hidden_size())?)
+                    })
                     .collect();
             }
             Engine::F32(model) => model,

@@ -26,8 +26,9 @@
 //! `W` to 256 levels: all-MiniLM-L6-v2's vectors stay at a cosine of 0.997-0.9994 from the
 //! f32 ones (0.9935 for the empty text; `tests/embedding.rs`).
 //!
-//! Everything else — embeddings, layer norms, attention, GELU, mean pooling — is f32, as in
-//! the f32 engine. A single text needs no padding or attention mask.
+//! Everything else — embeddings, layer norms, attention, GELU — is f32, as in the f32 engine.
+//! A single text needs no padding or attention mask. The result is the last hidden states;
+//! `Embedder` pools and normalises them with `pooling.rs`, as it does candle's.
 
 use std::collections::HashMap;
 
@@ -618,14 +619,19 @@ impl Int8Bert {
         })
     }
 
-    /// The mean of the last hidden states of `ids` (`[CLS] … [SEP]`, at most the model's
-    /// position count), divided by its L2 norm: `hidden` f32, ‖·‖₂ = 1. Empty `ids` give the
-    /// zero vector.
+    /// Width of a token state ([`Int8Bert::last_hidden_state`]'s rows).
+    pub fn hidden_size(&self) -> usize {
+        self.hidden
+    }
+
+    /// The encoder's last hidden states of `ids` (`[CLS] … [SEP]`, at most the model's
+    /// position count): `[ids.len(), hidden_size]` f32, row-major. Pooling them into a sentence
+    /// vector is `pooling.rs`'s, as for the f32 engine.
     ///
     /// # Errors
     /// An id outside the vocabulary or more ids than positions (a tokenizer that does not
     /// belong to the weights; the model's own tokenizer and truncation rule out both).
-    pub fn embed(&self, ids: &[u32]) -> candle_core::Result<Vec<f32>> {
+    pub fn last_hidden_state(&self, ids: &[u32]) -> candle_core::Result<Vec<f32>> {
         let (vocab, positions) = (
             self.word.len() / self.hidden,
             self.position.len() / self.hidden,
@@ -638,26 +644,26 @@ impl Int8Bert {
         }
         #[cfg(target_arch = "x86_64")]
         if supported() {
-            // SAFETY: `embed_avx512` only requires the features detected just above.
-            return Ok(unsafe { self.embed_avx512(ids) });
+            // SAFETY: `encode_avx512` only requires the features detected just above.
+            return Ok(unsafe { self.encode_avx512(ids) });
         }
-        Ok(self.embed_portable(ids))
+        Ok(self.encode_portable(ids))
     }
 
-    /// [`Int8Bert::embed`] compiled for AVX-512: the f32 loops inlined below (quantisation,
+    /// [`Int8Bert::last_hidden_state`] compiled for AVX-512: the f32 loops inlined below (quantisation,
     /// attention, GELU, layer norms) vectorise sixteen lanes wide.
     ///
     /// # Safety
     /// The CPU must have AVX-512 F, BW and VNNI.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni,fma")]
-    unsafe fn embed_avx512(&self, ids: &[u32]) -> Vec<f32> {
-        self.embed_portable(ids)
+    unsafe fn encode_avx512(&self, ids: &[u32]) -> Vec<f32> {
+        self.encode_portable(ids)
     }
 
-    /// [`Int8Bert::embed`] for the target's baseline instructions.
+    /// [`Int8Bert::last_hidden_state`] for the target's baseline instructions.
     #[inline(always)]
-    fn embed_portable(&self, ids: &[u32]) -> Vec<f32> {
+    fn encode_portable(&self, ids: &[u32]) -> Vec<f32> {
         let (tokens, hidden) = (ids.len(), self.hidden);
         let mut h = vec![0.0f32; tokens * hidden];
         for (t, &id) in ids.iter().enumerate() {
@@ -674,21 +680,7 @@ impl Int8Bert {
         for layer in &self.layers {
             h = self.layer(layer, h, tokens);
         }
-        let mut pooled = vec![0.0f32; hidden];
-        for row in h.chunks_exact(hidden) {
-            for (p, v) in pooled.iter_mut().zip(row) {
-                *p += v;
-            }
-        }
-        let count = tokens.max(1) as f32;
-        for v in &mut pooled {
-            *v /= count;
-        }
-        let norm = dot(&pooled, &pooled).sqrt().max(1e-12);
-        for v in &mut pooled {
-            *v /= norm;
-        }
-        pooled
+        h
     }
 
     /// One encoder layer over `h` (`[tokens, hidden]`).
@@ -994,19 +986,29 @@ mod tests {
         Int8Bert::load(&tensors, &config).unwrap()
     }
 
+    /// The sentence vector of `ids`, as `Embedder` makes it.
+    fn embed(model: &Int8Bert, ids: &[u32]) -> candle_core::Result<Vec<f32>> {
+        let states = model.last_hidden_state(ids)?;
+        crate::embedding::pooling::sentence_vector(states, ids.len(), model.hidden_size())
+    }
+
     #[test]
     fn tiny_encoder_gives_unit_vectors_and_refuses_foreign_ids() {
         let model = tiny_encoder();
-        let v = model.embed(&[0, 4, 2]).unwrap();
+        assert_eq!(model.last_hidden_state(&[0, 4, 2]).unwrap().len(), 3 * 4);
+        let v = embed(&model, &[0, 4, 2]).unwrap();
         assert_eq!(v.len(), 4);
         assert!((dot(&v, &v) - 1.0).abs() < 1e-5);
-        assert_eq!(model.embed(&[]).unwrap(), vec![0.0; 4]);
-        let err = model.embed(&[0, 5]).unwrap_err().to_string();
+        assert_eq!(embed(&model, &[]).unwrap(), vec![0.0; 4]);
+        let err = model.last_hidden_state(&[0, 5]).unwrap_err().to_string();
         assert!(
             err.contains("token id 5") && err.contains("5 words"),
             "{err}"
         );
-        let err = model.embed(&[0, 1, 2, 3]).unwrap_err().to_string();
+        let err = model
+            .last_hidden_state(&[0, 1, 2, 3])
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("4 tokens exceed the 3 positions"), "{err}");
     }
 

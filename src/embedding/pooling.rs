@@ -57,6 +57,19 @@ pub fn l2_normalize(x: &Tensor) -> Result<Tensor> {
     x.broadcast_div(&norm)
 }
 
+/// [`mean_pool`] then [`l2_normalize`] for one unpadded text: `states` is `[tokens, dim]` f32,
+/// row-major (every token real); returns its unit vector of `dim` values (zeros for no token).
+///
+/// # Errors
+/// A candle shape error when `states` does not hold `tokens · dim` values.
+pub fn sentence_vector(states: Vec<f32>, tokens: usize, dim: usize) -> Result<Vec<f32>> {
+    let device = candle_core::Device::Cpu;
+    let hidden = Tensor::from_vec(states, (1, tokens, dim), &device)?;
+    let mask = Tensor::ones((1, tokens), DType::F32, &device)?;
+    let mut rows = l2_normalize(&mean_pool(&hidden, &mask)?)?.to_vec2::<f32>()?;
+    Ok(rows.remove(0))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -115,6 +128,16 @@ mod tests {
         let x = Tensor::new(&[[3f32, 4.], [0., 0.], [-2., 0.]], &dev).unwrap();
         let unit = l2_normalize(&x).unwrap().to_vec2::<f32>().unwrap();
         close(&unit, &[&[0.6, 0.8], &[0., 0.], &[-1., 0.]]);
+    }
+
+    #[test]
+    fn sentence_vector_is_the_normalised_mean_of_one_texts_states() {
+        // Mean of (1, 2) and (5, 2) is (3, 2); its norm √13.
+        let v = sentence_vector(vec![1., 2., 5., 2.], 2, 2).unwrap();
+        let n = 13f32.sqrt();
+        close(&[v], &[&[3. / n, 2. / n]]);
+        close(&[sentence_vector(vec![], 0, 3).unwrap()], &[&[0., 0., 0.]]);
+        assert!(sentence_vector(vec![1., 2., 3.], 2, 2).is_err());
     }
 
     #[test]
